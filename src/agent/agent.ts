@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
 import { bindAttachments, insertAttachment, keyIsPersons, usageOp, type BlobRef, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
@@ -15,7 +15,7 @@ import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
-import type { InstructionFileInfo } from './prompt/instruction-files';
+import { instructionsFingerprint, type InstructionFileInfo } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
 import { endsTurn, type PermissionGate } from './permissions';
@@ -127,6 +127,10 @@ export interface ChatOutput {
   cancelled?: boolean;
   /** Taken out of the queue by a client before its turn began (then also `cancelled`). */
   removed?: boolean;
+  /** The instruction files in force once the turn answered, as list_instructions' `fingerprint` (turn.ended's `instructions`). */
+  instructions?: string;
+  /** The file writes the turn asked (turn.ended's `files_written`); absent when earlier tries of the turn may have written some (a retry). */
+  filesWritten?: number;
 }
 
 export type ProviderResolver = (config: ServiceConfig) => Provider;
@@ -218,6 +222,8 @@ export class Agent {
   private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
+  /** The key of the instruction files' fingerprints (instructionsFingerprint): this service's, for this run. */
+  private readonly fingerprintKey = randomBytes(32);
   /** Stops the service's warm-up and its practice turn, if they run (endsWarmUp): a turn of this agent began. */
   private practiceStop: AbortController | undefined;
   /** A turn (or another queued job: a compaction) has begun since the agent was made (endsWarmUp). */
@@ -248,11 +254,12 @@ export class Agent {
    * The instruction files the model is given: those of every conversation (the user's, the workspace
    * roots'), and with a conversation the nearest AGENTS.md above each path its tools touched.
    */
-  async instructionFiles(conversationId: string | undefined, source: Source): Promise<InstructionFileInfo[]> {
-    if (conversationId === undefined) return [...(await this.rootInstructionFiles())];
+  async instructionFiles(conversationId: string | undefined, source: Source): Promise<{ files: InstructionFileInfo[]; fingerprint?: string }> {
+    if (conversationId === undefined) return { files: [...(await this.rootInstructionFiles())] };
     this.requireConversation(conversationId, source);
     const rows = await this.history.rows(conversationId);
-    return (await this.context.filesInForce(rows, this.recordedArea(conversationId)?.roots)).map(({ text: _text, ...info }) => info);
+    const files = await this.context.filesInForce(rows, this.recordedArea(conversationId)?.roots);
+    return { files: files.map(({ text: _text, ...info }) => info), fingerprint: instructionsFingerprint(files, this.fingerprintKey) };
   }
 
   /**
@@ -386,7 +393,9 @@ export class Agent {
       began(conversationId);
       const { conversationId: _c, messageId: _m, retryKey: _k, ownerAnswersPrompts, ...rest } = input;
       const answering: AnswerInput = { ...rest, ownerAnswersPrompts: ownerAnswersPrompts(sentByOwner), ...(typeof from === 'string' ? { from } : {}) };
-      return this.answer(conversationId, answering, onEvent, message.id, area);
+      // Its failed tries wrote under the same turn: what this one wrote does not say whether the turn did.
+      const { filesWritten: _written, ...output } = await this.answer(conversationId, answering, onEvent, message.id, area);
+      return output;
     });
   }
 
@@ -669,6 +678,8 @@ export class Agent {
     const usage = new TurnUsage();
     let streamed = '';
     let usageStored = false;
+    const files = new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged());
+    const instructions: TurnInstructions = {};
     try {
       const said = await this.loop(
         conversationId,
@@ -676,7 +687,8 @@ export class Agent {
         log,
         onEvent,
         usage,
-        new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()),
+        files,
+        instructions,
         (delta) => {
           streamed += delta;
           onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
@@ -687,6 +699,7 @@ export class Agent {
       // Well-formed as it is stored (messages.ts checkMessage): the answer, the reply's event and a webhook's
       // delivery show what is read back after a restart.
       const text = wellFormed(said);
+      const inForce = this.instructionsAfter(conversationId, instructions, files, area);
       // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
       const messageId = randomUUID();
@@ -729,7 +742,8 @@ export class Agent {
       this.deps.onActivity?.(conversationId, sourceText(input.source));
       if (answered) answered({ ms: Date.now() - started }, true);
       else log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
-      return { response: text, conversation_id: conversationId };
+      const fingerprint = await inForce;
+      return { response: text, conversation_id: conversationId, filesWritten: files.written, ...(fingerprint !== undefined ? { instructions: fingerprint } : {}) };
     } catch (error) {
       // Nothing is answered before the user message is durable; its commit's failure is the turn's. A
       // turn stuck there ends when cancelled (UserCommit.durableOrCancelled).
@@ -745,6 +759,21 @@ export class Agent {
       if (area && !usageStored) await this.deps.worktrees?.refreshStats(conversationId);
       // A turn that ended without a reply (cancelled, failed after a tool round) spent its tokens all the same.
       if (!usageStored && turnMessageId !== undefined) await this.recordUsage(usage, turnMessageId, conversationId, sourceText(input.source), log);
+    }
+  }
+
+  /**
+   * The instruction files in force once the turn answered, as a fingerprint: its last request's (looked at
+   * on that step, for every path touched), unless a write or a command since may have changed one (then
+   * looked at again, as list_instructions would); none without the agent's context.
+   */
+  private async instructionsAfter(conversationId: string, instructions: TurnInstructions, files: TurnFiles, area: ToolArea | undefined): Promise<string | undefined> {
+    if (instructions.files === undefined) return undefined;
+    if (!files.changed) return instructionsFingerprint(instructions.files, this.fingerprintKey);
+    try {
+      return instructionsFingerprint(await this.context.filesInForce(await this.history.rows(conversationId), this.recordedArea(conversationId)?.roots ?? area?.roots), this.fingerprintKey);
+    } catch {
+      return undefined;
     }
   }
 
@@ -852,6 +881,7 @@ export class Agent {
     onEvent: TurnEventSink,
     usage: TurnUsage,
     files: TurnFiles,
+    instructions: TurnInstructions,
     onDelta: (delta: string) => void,
     area: ToolArea | undefined,
     commit: UserCommit<TurnEvent> | undefined,
@@ -864,7 +894,6 @@ export class Agent {
     let mayCompact = true;
     // Once a turn: git is asked then, and the date and time are those of the message.
     let moment: ChatMessage | undefined | null = null;
-    const instructions: TurnInstructions = {};
     for (let step = 1; ; step += 1) {
       const maxSteps = this.deps.config().max_steps;
       const lastStep = step >= maxSteps;

@@ -56,6 +56,11 @@ async function beforeImage(target: WorkspacePath, shown: string): Promise<Before
  * the next start by looking at the file (settlePendingFileChanges).
  */
 export class TurnFiles implements FileWriter {
+  /** Writes asked this turn (turn.ended's `files_written`: 0 tells a page there is no Undo to offer). */
+  written = 0;
+  /** A write or a tool whose effects are not recorded ran: files (an instruction file too) may differ from the turn's start. */
+  changed = false;
+
   constructor(
     private readonly store: Pick<Store, 'fileChanges' | 'blobs'>,
     private readonly conversationId: string,
@@ -65,6 +70,8 @@ export class TurnFiles implements FileWriter {
   ) {}
 
   async write(tool: string, target: WorkspacePath, shown: string, content: string, createParents: boolean): Promise<{ existed: boolean }> {
+    this.written += 1;
+    this.changed = true;
     this.onChange();
     const before = await beforeImage(target, shown);
     if (before.kind === 'unkept') {
@@ -104,6 +111,7 @@ export class TurnFiles implements FileWriter {
 
   /** A call of a tool whose effects are not recorded (run_command...), listed as not reversible. */
   async unrecorded(tool: string, detail: string): Promise<void> {
+    this.changed = true;
     this.onChange();
     await this.store.fileChanges.recordUnrecorded({ id: randomUUID(), conversation_id: this.conversationId, turn_id: this.turnId, tool, detail });
   }

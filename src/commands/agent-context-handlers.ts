@@ -13,7 +13,7 @@ export function clientLabel(session: ClientSession, ctx: Pick<CommandContext, 's
 
 export const agentContextHandlers = {
   async list_instructions(command: CommandOf<'list_instructions'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_instructions'>> {
-    return { files: await ctx.agent.instructionFiles(command.conversation_id, session.source) };
+    return ctx.agent.instructionFiles(command.conversation_id, session.source);
   },
 
   async list_prompts(command: CommandOf<'list_prompts'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_prompts'>> {

@@ -63,6 +63,7 @@ export const ListPromptsCommand = lazySchema(() => command('list_prompts', { con
 
 export const AgentContextResults = lazySchema(() => ({
   list_tools: z.object({ tools: z.array(ToolInfo) }),
-  list_instructions: z.object({ files: z.array(InstructionFileInfo) }),
+  /** With a conversation, `fingerprint`: the files in force with their words, as turn.ended's `instructions` says them. */
+  list_instructions: z.object({ files: z.array(InstructionFileInfo), fingerprint: z.string().optional() }),
   list_prompts: z.object({ prompts: z.array(SavedPrompt) }),
 }));

@@ -194,6 +194,10 @@ export const TurnEndedEvent = lazySchema(() =>
     reason: ProviderFailureReason.optional(),
     /** The provider that failed (`openai`, `anthropic`...). */
     provider: z.string().optional(),
+    /** Answered: the instruction files in force after it, as list_instructions' `fingerprint` (a page shows them again only when it differs). */
+    instructions: z.string().optional(),
+    /** Answered: how many file writes it made (0: no Undo to offer, list_turn_changes has nothing new); absent when unknown (a retry). */
+    files_written: z.number().int().optional(),
   }),
 );
 export type TurnEndedEvent = z.infer<typeof TurnEndedEvent>;

@@ -1,5 +1,5 @@
 // What the tunnel uses of @noble, required at its first use (noble.ts).
-export { x25519 } from '@noble/curves/ed25519.js';
+export { x25519 } from './x25519';
 export { hkdf } from '@noble/hashes/hkdf.js';
 export { hmac } from '@noble/hashes/hmac.js';
 export { sha256 } from '@noble/hashes/sha2.js';

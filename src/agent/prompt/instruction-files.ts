@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -255,6 +256,18 @@ export class InstructionFiles {
     this.cache.set(key, cached);
     if (this.cache.size > MAX_CACHED_INSTRUCTION_FILES) this.cache.delete(this.cache.keys().next().value!);
   }
+}
+
+/**
+ * The instruction files in force as one short string (list_instructions' `fingerprint`, turn.ended's
+ * `instructions`): the same for the same files with the same words, cut the same, whatever their order
+ * (a page compares it with the one of the list it shows, and asks again only when they differ). Keyed by
+ * `key` (the service's own, random at each start): clients that see it but not the words (a webhook
+ * account, a password user) cannot confirm a guess of them offline.
+ */
+export function instructionsFingerprint(files: readonly InstructionFile[], key: Uint8Array): string {
+  const entries = files.map((file) => JSON.stringify([file.scope, file.path, file.bytes, file.cut, file.text])).sort();
+  return createHmac('sha256', key).update(entries.join('\n')).digest('base64url').slice(0, 16);
 }
 
 function infoOf({ text: _text, ...info }: InstructionFile): InstructionFileInfo {

@@ -14,6 +14,9 @@ export interface EndedTurn {
   messageId?: string;
   /** What made it fail (outcome `failed`): told as its kind and status only (agent/turn-failure.ts). */
   failure?: TurnFailure;
+  /** Answered: the instruction files in force after it, and its file writes (ChatOutput's). */
+  instructions?: string;
+  filesWritten?: number;
 }
 
 /** The fields `turn.ended` gives of a failure (its kind and status only, and the reason and provider of a provider's). */
@@ -51,6 +54,8 @@ export function announceTurnEnded(deps: { events: EventHub; store: Store }, turn
     outcome: turn.outcome,
     ...(turn.messageId !== undefined ? { message_id: turn.messageId } : {}),
     ...failureFields(turn),
+    ...(turn.instructions !== undefined ? { instructions: turn.instructions } : {}),
+    ...(turn.filesWritten !== undefined ? { files_written: turn.filesWritten } : {}),
   };
   deps.events.broadcast(event, (session) => canAccess(session.source, conversation.source));
 }

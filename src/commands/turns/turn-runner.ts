@@ -114,7 +114,7 @@ export class TurnRunner implements TurnStarter {
         await this.ended(request, conversationId, messageId, { outcome: 'failed', error, failure: turnFailureOf(error) });
         throw error;
       }
-      await this.ended(request, conversationId, messageId, { outcome: output.removed ? 'removed' : output.cancelled ? 'cancelled' : 'answered' });
+      await this.ended(request, conversationId, messageId, { outcome: output.removed ? 'removed' : output.cancelled ? 'cancelled' : 'answered' }, output);
       return { response: output.response, conversation_id: output.conversation_id, ...(output.cancelled ? { cancelled: true as const } : {}) };
     } finally {
       run.done();
@@ -172,10 +172,18 @@ export class TurnRunner implements TurnStarter {
   }
 
   /** The starter's part first (settle), then `turn.ended` to every client that may see the conversation. */
-  private async ended(request: TurnRequest, conversationId: string | undefined, messageId: string | undefined, end: TurnEnd): Promise<void> {
+  private async ended(request: TurnRequest, conversationId: string | undefined, messageId: string | undefined, end: TurnEnd, output?: ChatOutput): Promise<void> {
     const forGood = request.settle ? await request.settle(end) : true;
     if (!forGood || conversationId === undefined || end.outcome === 'removed') return;
-    const turn: EndedTurn = { conversationId, messageId, source: request.session.source, outcome: end.outcome, failure: end.outcome === 'failed' ? end.failure : undefined };
+    const turn: EndedTurn = {
+      conversationId,
+      messageId,
+      source: request.session.source,
+      outcome: end.outcome,
+      failure: end.outcome === 'failed' ? end.failure : undefined,
+      instructions: output?.instructions,
+      filesWritten: output?.filesWritten,
+    };
     // Kept before it is told: a page reloaded at once reads why its message has no reply (get_messages).
     await keepUnanswered(this.deps, turn);
     announceTurnEnded(this.deps, turn);

@@ -94,13 +94,15 @@ export class ChatApp {
   private readonly live: LiveTurn;
   /** The new chat on screen (its messages share this draft until the service names the conversation). */
   private draft = newClientId();
-  /** The view (`view`) whose screen already says that messages came back to the message box (`unsent`). */
-  private unsentNoted = -1;
+  /** The view (`view`) and reason whose note already says that messages came back to the message box (`unsent`). */
+  private unsentNoted = '';
   /** Conversations this page is deleting: their `conversation.deleted` is its own doing, said by nothing more. */
   private readonly deleting = new Set<string>();
   private readonly root: HTMLElement;
   private readonly memory: ChatAppOptions['memory'];
   private current: string | undefined;
+  /** The fingerprint of the instruction files shown (list_instructions'), compared with each turn.ended's. */
+  private instructionsShown: string | undefined;
   private waitingMarkQueued = false;
   private view = 0;
   /** The conversation drawer's id (one chat per paired machine on the phone: ids are made unique). */
@@ -145,6 +147,7 @@ export class ChatApp {
     this.composer = new Composer(
       (text) => this.send(text),
       () => void this.stop(),
+      options.outboxStorage,
     );
     const lookup = this.connection.lookup?.bind(this.connection);
     this.mentions = lookup
@@ -166,10 +169,6 @@ export class ChatApp {
       turnStopped: (stopped, replied) => this.notices.stopped(stopped, replied),
       thumbnails: this.thumbnails,
       claimSent: (clientMessageId) => this.sender.claimSent(clientMessageId),
-      // The turn's reply may offer "Undo this turn" now that its files are written.
-      turnEnded: () => {
-        if (this.current) void this.undo.refresh(this.current);
-      },
     });
     this.sender = new OutboxSender({
       connection: this.connection,
@@ -371,13 +370,17 @@ export class ChatApp {
         if (row) this.showRow(row);
       }
     }
+    if (conversationId !== this.current) return;
     // An answer, a tool or the end: any wait before a retry is over.
-    if (conversationId === this.current && event.event !== 'turn.retrying') this.notices.settled();
-    if (conversationId === this.current) this.live.draw(event);
+    if (event.event !== 'turn.retrying') this.notices.settled();
+    this.live.draw(event);
+    if (event.event !== 'turn.ended') return;
     // A turn of a message whose failure is said here was answered (a retry, from here or elsewhere).
-    if (conversationId === this.current && event.event === 'turn.ended' && event.outcome === 'answered' && event.message_id) this.notices.resolved(event.message_id);
-    // The turn may have reached a folder with its own AGENTS.md.
-    if (conversationId === this.current && event.event === 'turn.ended') void this.refreshInstructions();
+    if (event.outcome === 'answered' && event.message_id) this.notices.resolved(event.message_id);
+    // Its reply may offer "Undo this turn" now that its files are written (none written: nothing new).
+    if (event.files_written !== 0) void this.undo.refresh(conversationId);
+    // It may have reached a folder with its own AGENTS.md, or one was edited: asked when the files in force differ from those shown.
+    if (!(event.instructions && event.instructions === this.instructionsShown)) void this.refreshInstructions();
   }
 
   /**
@@ -495,30 +498,45 @@ export class ChatApp {
       // The reply itself is drawn from the conversation's events (we follow it), turn.ended included.
     } else {
       this.live.abandonReply();
-      if (answer.code === 'not_found' && item.conversation_id) return this.unsent(item);
+      if (answer.code === 'not_found') return void this.unsent(item, answer.error);
       if (answer.code === 'server_error' && onScreen) {
         const stored = this.messages.element.querySelector<HTMLElement>(`[data-client-message-id="${CSS.escape(item.client_message_id)}"]`)?.dataset.messageId;
         const resend = { kind: 'resend' as const, text: item.text, context: item.context, attachments: item.attachments };
         this.notices.chatFailed(item.conversation_id ?? this.current, item.client_message_id, stored, answer.error ?? 'unknown error', resend);
       } else if (onScreen) this.messages.addNote(answer.error ?? 'The service refused the message.', 'error');
-      if (answer.code === 'not_found' && onScreen) this.newChat();
     }
     if (onScreen) this.composer.focus();
   }
 
   /**
-   * A message that waited (offline) for a conversation deleted meanwhile, on another device or by the
-   * history's retention: the service stored nothing. Sent into a new conversation it would start one the
-   * person did not ask for; dropped, what they typed would be lost. It comes back to the message box (a new
-   * chat's, when that conversation was on screen), said once, for the person to send or not.
+   * A chat the service answered `not_found`: the service stored nothing. Either its conversation was deleted
+   * meanwhile (it waited offline, on another device or by the history's retention), or an attachment it
+   * names is not one this identity may use (attachment-handlers' `visibleAttachment`): the conversation is
+   * asked for (get_messages) to tell which. Sent into a new conversation it would start one the person did
+   * not ask for; dropped, what they typed would be lost. It comes back to the message box, said once a screen,
+   * for the person to send or not: a new chat's when the deleted conversation was on screen; when another
+   * is, its box (the one box the page has: the screen they are reading stays) with a New chat button, as
+   * Send there would put it in that conversation.
    */
-  private unsent(item: OutboxItem): void {
-    if (item.conversation_id === this.current) this.newChat();
+  private async unsent(item: OutboxItem, error = 'not found'): Promise<void> {
+    const id = item.conversation_id;
+    const count = item.attachments?.length ?? 0;
+    const asked = id === undefined ? undefined : await this.call({ type: 'get_messages', conversation_id: id, limit: 1 });
+    // Not answered (the connection dropped again): only an attachment could tell another reason.
+    const gone = id !== undefined && (asked ? asked.status !== 'ok' && asked.code === 'not_found' : !count);
+    if (gone && id === this.current) this.newChat();
     for (const context of item.context ?? []) this.chips.add(context);
     this.composer.putBack(item.text);
-    const attached = item.attachments?.length ? ` Attach its ${item.attachments.length === 1 ? 'file' : 'files'} again.` : '';
-    if (this.unsentNoted !== this.view) this.messages.addNote(`Not sent: its conversation was deleted meanwhile. What you typed is back in the message box.${attached}`, 'info');
-    this.unsentNoted = this.view;
+    const why = gone ? 'its conversation was deleted meanwhile' : count ? 'an attached file is no longer available' : error;
+    const attached = count ? ` Attach ${count === 1 ? 'its file' : 'its files'} again.` : '';
+    const noted = `${this.view} ${why}`;
+    if (this.unsentNoted !== noted) {
+      const elsewhere = gone && this.current !== undefined;
+      const note = this.messages.addNote(`Not sent: ${why}. What you typed is back in the message box${elsewhere ? ': Send puts it in this conversation.' : '.'}${attached}`, 'info');
+      if (elsewhere) note.append(h('button', { type: 'button', class: 'button secondary', onclick: () => this.newChat() }, 'New chat with it'));
+      note.classList.toggle('with-action', elsewhere);
+    }
+    this.unsentNoted = noted;
     this.composer.focus();
   }
 
@@ -579,7 +597,10 @@ export class ChatApp {
   private async refreshInstructions(): Promise<void> {
     const conversationId = this.current;
     const answer = await this.call({ type: 'list_instructions', ...(conversationId ? { conversation_id: conversationId } : {}) });
-    if (answer?.status === 'ok' && conversationId === this.current) this.instructions.show(answer.data.files);
+    if (answer?.status === 'ok' && conversationId === this.current) {
+      this.instructions.show(answer.data.files);
+      this.instructionsShown = answer.data.fingerprint;
+    }
   }
 
   private async refreshConversations(): Promise<void> {

@@ -21,6 +21,14 @@ const OFFLINE_NARROW = 'Offline · queued';
 const UNPAIRED = 'Pair again to send';
 const UNPAIRED_NARROW = 'Not paired';
 const NARROW = '(max-width: 359px)';
+/** What the box holds, kept in the machine's storage (the phone: localStorage) so a reload does not lose it. */
+const BOX_KEY = 'remote-assistant.box';
+
+/** Where the box's text is kept (the outbox's storage); without one (the editor's view), in the box only. */
+export interface BoxStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
 
 export class Composer {
   readonly element: HTMLFormElement;
@@ -34,8 +42,14 @@ export class Composer {
   /** Whether a message without text may be sent (it carries attachments). */
   allowEmpty: () => boolean = () => false;
 
-  constructor(onSend: (text: string) => void, onStop: () => void) {
+  constructor(
+    onSend: (text: string) => void,
+    onStop: () => void,
+    private readonly storage?: BoxStorage,
+  ) {
     this.input = h('textarea', { class: 'composer-input', rows: 1, placeholder: 'Ask anything…', 'aria-label': 'Message', enterkeyhint: 'send' });
+    // Typed or put back before a reload (or the phone's browser dropping the page), not sent: there again.
+    this.input.value = storage?.getItem(BOX_KEY) ?? '';
     this.send = h('button', { type: 'submit', class: 'button primary send' }, ...labelled(ARROW_UP, 'Send'));
     this.stop = h('button', { type: 'button', class: 'button danger stop', hidden: true }, ...labelled(SQUARE, 'Stop'));
     this.element = h('form', { class: 'composer', 'aria-label': 'Send a message' }, this.input, this.send, this.stop);
@@ -49,10 +63,7 @@ export class Composer {
         this.submit(onSend);
       }
     });
-    this.input.addEventListener('input', () => {
-      this.grow();
-      this.showSend();
-    });
+    this.input.addEventListener('input', () => this.changed());
     this.stop.addEventListener('click', () => onStop());
     // Made narrower (a phone turned, the editor's side bar resized), the text takes more lines: the box grows with
     // them, at the next frame (sized in the observer's callback, the box would make the browser report a resize
@@ -95,21 +106,29 @@ export class Composer {
   /** Text the page could not send, back in the box after what is typed there (a blank line between), to be sent again or not. */
   putBack(text: string): void {
     this.input.value = this.input.value.trim() ? `${this.input.value.trimEnd()}\n\n${text}` : text;
-    this.grow();
-    this.showSend();
+    this.changed();
   }
 
   private submit(onSend: (text: string) => void): void {
     const text = this.input.value.trim();
     if (!text && !this.allowEmpty()) return;
     this.input.value = '';
+    this.changed();
+    onSend(text);
+  }
+
+  /** The text changed: the box's height, Send, and what is kept for a reload follow. */
+  private changed(): void {
     this.grow();
     this.showSend();
-    onSend(text);
+    this.storage?.setItem(BOX_KEY, this.input.value);
   }
 
   private grow(): void {
     const input = this.input;
+    // Hidden (another computer's view is on screen), the box has no width: sized then, it would be 0 px and show at
+    // its least height for a frame when shown again. Its height waits for the box to be seen (the observer).
+    if (!input.clientWidth) return;
     input.style.height = 'auto';
     // The box is sized border-box: its height holds the borders too, else their 2 px of the text scroll out of sight.
     input.style.height = `${Math.min(input.scrollHeight + input.offsetHeight - input.clientHeight, 200)}px`;

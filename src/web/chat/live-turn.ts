@@ -29,8 +29,6 @@ export interface LiveTurnDeps {
   thumbnails: AttachmentThumbnails;
   /** The page's own bubble of a user message it sent (by its client_message_id), marked sent; undefined when not its own. */
   claimSent(clientMessageId: string | undefined): HTMLElement | undefined;
-  /** The turn on screen ended (its reply may now offer "Undo this turn"). */
-  turnEnded(): void;
   /** The provider failed and the service asks it again after a wait (`turn.retrying`): say so at the turn. */
   turnRetrying(event: TurnEventOf<'turn.retrying'>): void;
   /** The turn on screen failed: say so at the turn (after what it drew). */
@@ -198,6 +196,5 @@ export class LiveTurn {
     this.turn = undefined;
     if (event.outcome === 'failed') this.deps.turnFailed({ event, ...(asked ? { asked } : {}) });
     else if (cancelled) this.deps.turnStopped({ event, ...(asked ? { asked } : {}) }, reply !== undefined);
-    this.deps.turnEnded();
   }
 }

@@ -119,8 +119,9 @@ export class OutboxSender {
     this.deps.outbox.remove(item.client_message_id);
     const bubble = this.pendingBubbles.get(item.client_message_id);
     this.pendingBubbles.delete(item.client_message_id);
-    // Cancelled before any client saw it stored: taken out of the queue (remove_queued), never stored.
-    if (bubble && answer.status === 'ok' && answer.data.cancelled) bubble.remove();
+    // Cancelled before any client saw it stored: taken out of the queue (remove_queued), never stored. Or not
+    // found (its conversation, an attachment): stored nowhere, its text goes back to the box (App.unsent).
+    if (bubble && (answer.status === 'ok' ? answer.data.cancelled : answer.code === 'not_found')) bubble.remove();
     else if (bubble) markSent(bubble);
     if (answer.status === 'ok' && !item.conversation_id && item.draft) this.deps.outbox.conversationMade(item.draft, answer.data.conversation_id);
     this.deps.answered(item, answer);

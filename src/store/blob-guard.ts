@@ -9,6 +9,8 @@ export interface BlobReferences {
 export interface Collected {
   removed: number;
   bytes: number;
+  /** Removals were left for a later collection: a backup was copying the blobs (BlobGuard.withoutRemovals). */
+  deferred?: true;
 }
 
 /**
@@ -30,6 +32,7 @@ export class BlobGuard {
   private readonly seen = new Set<string>();
   private readonly inRemoval = new Map<string, Promise<unknown>>();
   private collecting = 0;
+  private paused = 0;
 
   /** Called by a put first thing, synchronously: what a collection running now must leave. */
   touched(hash: string): void {
@@ -62,6 +65,19 @@ export class BlobGuard {
   }
 
   /**
+   * Runs `step` (a backup: the database's snapshot, then the blobs it names) with no blob removed
+   * meanwhile: a collection reaching a removal leaves the rest for later (`deferred`).
+   */
+  async withoutRemovals<T>(step: () => Promise<T>): Promise<T> {
+    this.paused += 1;
+    try {
+      return await step();
+    } finally {
+      this.paused -= 1;
+    }
+  }
+
+  /**
    * Removes (by `removeOne`, which answers the bytes freed or undefined when there was nothing) those of
    * `listed` no row refers to and no put holds or touched since the rows were read; the rows' writes made
    * durable first.
@@ -75,6 +91,7 @@ export class BlobGuard {
       if (garbage.length === 0) return collected;
       await refs.durable();
       for (const hash of garbage) {
+        if (this.paused > 0) return { ...collected, deferred: true };
         if (this.held.has(hash) || this.seen.has(hash)) continue;
         const removal = removeOne(hash);
         this.inRemoval.set(hash, removal);

@@ -85,6 +85,11 @@ abstract class GuardedBlobs {
     return this.guard.collect(listed, refs, (hash) => this.removeOne(hash));
   }
 
+  /** Runs `step` (a backup's copy) with no blob removed meanwhile (BlobGuard.withoutRemovals). */
+  withoutRemovals<T>(step: () => Promise<T>): Promise<T> {
+    return this.guard.withoutRemovals(step);
+  }
+
   private async stored(bytes: Uint8Array, hash: string): Promise<BlobRef> {
     // Seen by a collection running now (never removed by it), and written anew after a removal of the same bytes in flight.
     this.guard.touched(hash);
@@ -205,7 +210,7 @@ export class BlobStore extends GuardedBlobs {
 }
 
 /** What the store's users call of its blobs: the data directory's (BlobStore), or a scratch store's (MemoryBlobs). */
-export type Blobs = Pick<BlobStore, 'put' | 'holding' | 'get' | 'has' | 'collect' | 'hashes'>;
+export type Blobs = Pick<BlobStore, 'put' | 'holding' | 'get' | 'has' | 'collect' | 'withoutRemovals' | 'hashes'>;
 
 /**
  * Blobs kept in memory and dropped with it, named and checked as BlobStore's: a scratch store's

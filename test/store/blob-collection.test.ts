@@ -89,6 +89,17 @@ test('a put made after a collection read the rows is not taken by it, even when 
   assert.equal(await blobs.has(other.hash), false);
 });
 
+test('while a backup copies (withoutRemovals), a collection removes nothing and says it left them; the next one removes them', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  const blobs = await BlobStore.open(dir);
+  const garbage = await blobs.put('a deleted conversation’s bytes, named by the backup’s snapshot');
+  const during = await blobs.withoutRemovals(() => blobs.collect(rowsOf(new Set())));
+  assert.deepEqual(during, { removed: 0, bytes: 0, deferred: true });
+  assert.equal(await blobs.has(garbage.hash), true, 'a blob the backup is to copy was removed');
+  assert.deepEqual(await blobs.collect(rowsOf(new Set())), { removed: 1, bytes: garbage.size });
+});
+
 test('a put of bytes being removed waits for the removal, then stores them anew', async () => {
   const guard = new BlobGuard();
   const files = new Map<string, string>([['h', 'bytes']]);

@@ -194,7 +194,8 @@ export class HistoryMaintenance {
     if (!blobs || !this.blobsOwed || this.stopped) return;
     this.blobsOwed = false;
     try {
-      await collectBlobs(this.db, blobs, logger);
+      // Left for later while a backup copies the blobs: the next pass collects again.
+      if ((await collectBlobs(this.db, blobs, logger)).deferred) this.blobsOwed = true;
     } catch (err) {
       this.blobsOwed = true;
       throw err;

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
-import { bindAttachments, insertAttachment, keyIsPersons, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
+import { bindAttachments, insertAttachment, keyIsPersons, usageOp, type BlobRef, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
 import { canAccess, OWNER_PERSON, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import { wellFormed } from '../protocol/code-points';
 import type { ContextItem } from '../protocol';
@@ -977,32 +977,36 @@ export class Agent {
           files,
           onPlan: (plan) => onEvent({ event: 'plan.updated', conversation_id: conversationId, plan }),
         });
-        const shown = outcome.image ? await keepImage(store, outcome.image) : undefined;
-        const result: NewMessage = {
-          id: randomUUID(),
-          conversation_id: conversationId,
-          role: 'tool',
-          tool_name: call.name,
-          content: outcome.content,
-          timestamp: isoTime(),
-          data: {
-            kind: 'result',
-            call_id: call.id,
-            ok: outcome.ok,
-            ...(outcome.denied ? { denied: true } : {}),
-            ...(shown ? { attachments: [shown] } : {}),
-            ...(outcome.detail ? { detail: outcome.detail } : {}),
-          } satisfies ToolResultData,
-        };
-        // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
-        // A webhook account's tool call is recorded in the audit log with its result (untrusted text asked for it).
-        const audit = input.source.kind === 'webhook' ? webhookToolRunEntry(input.source.account, conversationId, call.name, outcome) : undefined;
-        await this.history.stored(conversationId, [result], () =>
-          store.messages.appendMany([result], (tx) => {
-            if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
-            if (audit) store.audit.record(tx, audit);
-          }),
-        );
+        // The image's bytes held from blob collection until the result naming them is stored (blob-guard.ts).
+        const { shown, result } = await store.blobs.holding(async (put) => {
+          const shown = outcome.image ? await keepImage(put, outcome.image) : undefined;
+          const result: NewMessage = {
+            id: randomUUID(),
+            conversation_id: conversationId,
+            role: 'tool',
+            tool_name: call.name,
+            content: outcome.content,
+            timestamp: isoTime(),
+            data: {
+              kind: 'result',
+              call_id: call.id,
+              ok: outcome.ok,
+              ...(outcome.denied ? { denied: true } : {}),
+              ...(shown ? { attachments: [shown] } : {}),
+              ...(outcome.detail ? { detail: outcome.detail } : {}),
+            } satisfies ToolResultData,
+          };
+          // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
+          // A webhook account's tool call is recorded in the audit log with its result (untrusted text asked for it).
+          const audit = input.source.kind === 'webhook' ? webhookToolRunEntry(input.source.account, conversationId, call.name, outcome) : undefined;
+          await this.history.stored(conversationId, [result], () =>
+            store.messages.appendMany([result], (tx) => {
+              if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
+              if (audit) store.audit.record(tx, audit);
+            }),
+          );
+          return { shown, result };
+        });
         onEvent({
           event: 'tool.result',
           conversation_id: conversationId,
@@ -1035,8 +1039,8 @@ function webhookToolRunEntry(account: string, conversationId: string, tool: stri
 }
 
 /** An image a tool showed, stored durably as a blob before the result that references it. */
-async function keepImage(store: Store, image: ToolImage): Promise<StoredAttachment> {
-  const { hash, size } = await store.blobs.put(image.bytes);
+async function keepImage(put: (bytes: Uint8Array) => Promise<BlobRef>, image: ToolImage): Promise<StoredAttachment> {
+  const { hash, size } = await put(image.bytes);
   return { attachment_id: randomUUID(), name: image.name, mime: image.mime, kind: 'image', size, hash };
 }
 

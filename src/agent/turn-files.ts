@@ -78,19 +78,22 @@ export class TurnFiles implements FileWriter {
       await this.unrecorded(tool, `${tool} ${target.relative}: ${before.why}`);
       return writeFileInWorkspace(target, shown, content, createParents);
     }
-    const beforeHash = before.kind === 'bytes' ? (await this.store.blobs.put(before.bytes)).hash : null;
-    const afterHash = (await this.store.blobs.put(content)).hash;
-    faultPoint('after-blobs');
     const id = randomUUID();
-    await this.store.fileChanges.begin({
-      id,
-      conversation_id: this.conversationId,
-      turn_id: this.turnId,
-      tool,
-      root: target.root,
-      path: target.relative,
-      before_hash: beforeHash,
-      after_hash: afterHash,
+    // Held from blob collection until the row naming them is journaled (blob-guard.ts).
+    await this.store.blobs.holding(async (put) => {
+      const beforeHash = before.kind === 'bytes' ? (await put(before.bytes)).hash : null;
+      const afterHash = (await put(content)).hash;
+      faultPoint('after-blobs');
+      await this.store.fileChanges.begin({
+        id,
+        conversation_id: this.conversationId,
+        turn_id: this.turnId,
+        tool,
+        root: target.root,
+        path: target.relative,
+        before_hash: beforeHash,
+        after_hash: afterHash,
+      });
     });
     faultPoint('after-pending');
     let written: { existed: boolean };

@@ -21,12 +21,15 @@ function uploaderOf(session: ClientSession): string {
 
 /**
  * An attachment this client may use or read: its own upload, or one a message of a conversation it may
- * see carries. Anything else is not_found (its existence is not told).
+ * see carries (the first that did, or another it was sent again in). Anything else is not_found (its
+ * existence is not told), a deleted conversation's attachment included (its row went with it).
  */
 function visibleAttachment(attachmentId: string, session: ClientSession, ctx: CommandContext): AttachmentRow {
   const row = ctx.store.attachments.get(attachmentId);
-  const mine = row !== undefined && row.uploader === uploaderKeyOf(session);
-  if (row && (mine || (row.conversation_id !== null && canSee(row.conversation_id, session, ctx)))) return row;
+  if (row === undefined) throw new ServiceError('not_found', `attachment ${attachmentId} not found`);
+  if (row.uploader === uploaderKeyOf(session)) return row;
+  if (row.conversation_id !== null && canSee(row.conversation_id, session, ctx)) return row;
+  if (row.conversation_id !== null && ctx.store.attachments.usedBy(row.id).some((id) => canSee(id, session, ctx))) return row;
   throw new ServiceError('not_found', `attachment ${attachmentId} not found`);
 }
 

@@ -13,6 +13,7 @@ import {
 } from '../protocol';
 import { hashBytes, type Store } from '../store';
 import type { UnsentAttachment } from '../store/attachments';
+import { blobReferences } from '../store/blob-refs';
 import { imageTypeOf } from '../agent/attachments/content';
 
 interface Upload {
@@ -38,11 +39,8 @@ const formatMiB = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;
  */
 export class AttachmentUploads {
   private readonly uploads = new Map<string, Upload>();
-  /** Hashes of finished uploads between their blob's put and their row: never removed as unreferenced meanwhile. */
-  private readonly storing = new Map<string, number>();
-
   constructor(
-    private readonly store: Pick<Store, 'blobs' | 'attachments'>,
+    private readonly store: Pick<Store, 'blobs' | 'attachments' | 'db'>,
     private readonly idleTimeoutMs = UPLOAD_IDLE_TIMEOUT_MS,
   ) {}
 
@@ -103,16 +101,11 @@ export class AttachmentUploads {
     }
     const image = imageTypeOf(bytes);
     const info: AttachmentInfo = { attachment_id: upload.id, name: upload.name, mime: image ?? upload.mime, kind: image ? 'image' : 'file', size: upload.size };
-    const hash = upload.sha256;
-    this.storing.set(hash, (this.storing.get(hash) ?? 0) + 1);
-    try {
-      await this.store.blobs.put(bytes);
-      await this.store.attachments.add({ id: upload.id, hash, name: info.name, mime: info.mime, kind: info.kind, size: info.size, uploader, created_at: new Date().toISOString() });
-    } finally {
-      const left = this.storing.get(hash)! - 1;
-      if (left === 0) this.storing.delete(hash);
-      else this.storing.set(hash, left);
-    }
+    // Held from blob collection until its row is written (a deletion's collection must not take the bytes meanwhile).
+    await this.store.blobs.holding(async (put) => {
+      await put(bytes);
+      await this.store.attachments.add({ id: upload.id, hash: upload.sha256, name: info.name, mime: info.mime, kind: info.kind, size: info.size, uploader, created_at: new Date().toISOString() });
+    });
     await this.keepNewestUnsent(uploader);
     return info;
   }
@@ -121,9 +114,7 @@ export class AttachmentUploads {
   private async keepNewestUnsent(uploader: string): Promise<void> {
     const beyond = unsentBeyondBound(this.store.attachments.unsentOf(uploader));
     if (beyond.length === 0) return;
-    for (const hash of await this.store.attachments.dropUnsent(beyond)) {
-      if (!this.storing.has(hash)) await this.store.blobs.remove(hash);
-    }
+    await this.store.blobs.collect(blobReferences(this.store.db), await this.store.attachments.dropUnsent(beyond));
   }
 
   private own(attachmentId: string, uploader: string): Upload {

@@ -26,11 +26,38 @@ const COLUMNS = 'id, hash, name, mime, kind, size, uploader, created_at, convers
 export type UnsentAttachment = Pick<AttachmentRow, 'id' | 'hash' | 'size'>;
 
 /**
+ * Another conversation a message of which carries an attachment bound to a first one (sent again): kept so
+ * that deleting the first leaves it to the other (dropConversationAttachments), not freed under it.
+ */
+export const ATTACHMENT_USES_TABLE_SQL = 'CREATE TABLE attachment_uses (attachment_id TEXT NOT NULL, conversation_id TEXT NOT NULL, PRIMARY KEY (attachment_id, conversation_id))';
+
+/**
  * Marks the attachments as carried by a message of the conversation: statements for the transaction storing
- * that message (MessagesRepo.appendMany's planned statements), known before they run.
+ * that message (MessagesRepo.appendMany's planned statements), known before they run. One bound to another
+ * conversation already (sent again) is noted as used by this one too.
  */
 export function bindAttachments(ids: readonly string[], conversationId: string): PlannedOp[] {
-  return packedMap(ids, (id) => ({ sql: 'UPDATE attachments SET conversation_id = ? WHERE id = ? AND conversation_id IS NULL', params: [conversationId, id] }));
+  if (ids.length === 0) return [];
+  const bind = packedMap(ids, (id) => ({ sql: 'UPDATE attachments SET conversation_id = ? WHERE id = ? AND conversation_id IS NULL', params: [conversationId, id] }));
+  const use = packedMap(ids, (id) => ({
+    sql: 'INSERT OR IGNORE INTO attachment_uses (attachment_id, conversation_id) SELECT id, ? FROM attachments WHERE id = ? AND conversation_id != ?',
+    params: [conversationId, id, conversationId],
+  }));
+  return [...bind, ...use];
+}
+
+/**
+ * Inside a conversation's deletion (trashConversation): its uses go, an attachment it carried first that
+ * another conversation carries too is bound to that one, and its other attachments' rows go (their bytes
+ * are freed by the next blob collection: blob-collection.ts).
+ */
+export function dropConversationAttachments(tx: WriteTx, conversationId: string): void {
+  tx.run('DELETE FROM attachment_uses WHERE conversation_id = ?', [conversationId]);
+  tx.run(
+    'UPDATE attachments SET conversation_id = (SELECT min(u.conversation_id) FROM attachment_uses u WHERE u.attachment_id = attachments.id) WHERE conversation_id = ? AND id IN (SELECT attachment_id FROM attachment_uses)',
+    [conversationId],
+  );
+  tx.run('DELETE FROM attachments WHERE conversation_id = ?', [conversationId]);
 }
 
 /** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */
@@ -50,24 +77,24 @@ export class AttachmentsRepo {
     return this.db.get<AttachmentRow>(`SELECT ${COLUMNS} FROM attachments WHERE id = ?`, [id]);
   }
 
+  /** The other conversations that carry the attachment (sent again after its first): bindAttachments. */
+  usedBy(id: string): string[] {
+    return this.db.all<{ conversation_id: string }>('SELECT conversation_id FROM attachment_uses WHERE attachment_id = ?', [id]).map((row) => row.conversation_id);
+  }
+
   /** The person's uploads no message carries yet, newest first. */
   unsentOf(uploader: string): UnsentAttachment[] {
     return this.db.all<UnsentAttachment>('SELECT id, hash, size FROM attachments WHERE uploader = ? AND conversation_id IS NULL ORDER BY created_at DESC, rowid DESC', [uploader]);
   }
 
   /**
-   * Forgets these uploads unless a message carries them by now; answers the hashes of their bytes that
-   * nothing stored refers to any more (another attachment, a turn's before- or after-image of a file).
+   * Forgets these uploads unless a message carries them by now; answers the hashes of their bytes (for a
+   * blob collection to free those nothing else refers to: blob-refs.ts).
    */
   async dropUnsent(rows: readonly UnsentAttachment[]): Promise<string[]> {
     await this.db.write((tx) => {
       for (const { id } of rows) tx.run('DELETE FROM attachments WHERE id = ? AND conversation_id IS NULL', [id]);
     });
-    return [...new Set(rows.map((row) => row.hash))].filter((hash) => !this.referenced(hash));
-  }
-
-  private referenced(hash: string): boolean {
-    const sql = 'SELECT 1 AS found FROM attachments WHERE hash = ? UNION ALL SELECT 1 FROM file_changes WHERE before_hash = ? OR after_hash = ? LIMIT 1';
-    return this.db.get(sql, [hash, hash, hash]) !== undefined;
+    return [...new Set(rows.map((row) => row.hash))];
   }
 }

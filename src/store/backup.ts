@@ -121,6 +121,11 @@ export async function backupDataDir(store: Store, dest: string): Promise<{ path:
 }
 
 async function writeBackup(store: Store, dataDir: string, target: string): Promise<string[]> {
+  // No blob is collected from the snapshot to the last blob copied: one the snapshot names stays to be copied.
+  return store.blobs.withoutRemovals(() => copyAll(store, dataDir, target));
+}
+
+async function copyAll(store: Store, dataDir: string, target: string): Promise<string[]> {
   const files = await store.backup(target);
   // After the database: a blob it names was stored before the message naming it, so it is copied.
   for (const entry of await readdir(dataDir, { withFileTypes: true })) {

@@ -3,9 +3,21 @@ import { mkdir, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { isAtomicTempName, writeFileAtomic } from '../platform/atomic-write';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../platform/file-modes';
+import { BlobGuard, type BlobReferences, type Collected } from './blob-guard';
 
 /** The name of the blob folder in the data directory. */
 export const BLOBS_DIR_NAME = 'blobs';
+
+/**
+ * Test-only fault points of a collection (test/store/blob-collection.test.ts): the process kills itself
+ * with SIGKILL before its first removal or after it, to show that a crash between the rows' deletion and
+ * the files' removal loses nothing referred to. Read here only; never set in production.
+ */
+export const COLLECT_FAULT_ENV = 'RA_TEST_FAULT_BLOB_COLLECT';
+
+function faultPoint(name: 'before-remove' | 'after-remove', removed: number): void {
+  if (removed === 0 && process.env[COLLECT_FAULT_ENV] === name) process.kill(process.pid, 'SIGKILL');
+}
 
 /** Blobs are named by the SHA-256 of their bytes, in lowercase hex. */
 const HASH_PATTERN = /^[0-9a-f]{64}$/;
@@ -37,6 +49,63 @@ export function hashBytes(bytes: Uint8Array): string {
 }
 
 /**
+ * What both blob stores share: puts, held puts and collection, kept from racing each other (BlobGuard).
+ * A store says how it writes, lists and removes one blob.
+ */
+abstract class GuardedBlobs {
+  private readonly guard = new BlobGuard();
+
+  /**
+   * Stores `data` durably and returns its hash; storing the same bytes again writes nothing. A row that
+   * will refer to the blob is written after this resolves: put through `holding` instead, so that no
+   * collection removes the blob in between.
+   */
+  put(data: Uint8Array | string): Promise<BlobRef> {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    return this.stored(bytes, hashBytes(bytes));
+  }
+
+  /**
+   * Runs `step`, whose puts (through the `put` it is given) are held from collection until it settles:
+   * the step writes the rows that refer to them (an attachment's, a file change's), so a blob is never
+   * removed between its put and its row (BlobGuard).
+   */
+  holding<T>(step: (put: (data: Uint8Array | string) => Promise<BlobRef>) => Promise<T>): Promise<T> {
+    return this.guard.holding(step, (bytes, hash) => this.stored(bytes, hash), hashBytes);
+  }
+
+  /**
+   * Removes the blobs among `candidates` (every stored one when omitted) that no row refers to (`refs`),
+   * none held by a put or put since the rows were read, once `refs.durable()` resolved (BlobGuard.collect):
+   * a crash never brings back a row whose blob is gone.
+   */
+  async collect(refs: BlobReferences, candidates?: readonly string[]): Promise<Collected> {
+    const listed = candidates ?? (await this.list());
+    listed.forEach(checkHash);
+    return this.guard.collect(listed, refs, (hash) => this.removeOne(hash));
+  }
+
+  /** Runs `step` (a backup's copy) with no blob removed meanwhile (BlobGuard.withoutRemovals). */
+  withoutRemovals<T>(step: () => Promise<T>): Promise<T> {
+    return this.guard.withoutRemovals(step);
+  }
+
+  private async stored(bytes: Uint8Array, hash: string): Promise<BlobRef> {
+    // Seen by a collection running now (never removed by it), and written anew after a removal of the same bytes in flight.
+    this.guard.touched(hash);
+    await this.guard.removing(hash);
+    return this.write(bytes, hash);
+  }
+
+  /** Stores the bytes (of that hash) unless they are there. */
+  protected abstract write(bytes: Uint8Array, hash: string): Promise<BlobRef>;
+  /** Every stored blob's hash. */
+  protected abstract list(): Promise<string[]>;
+  /** Removes one blob: the bytes freed, undefined when there was none. */
+  protected abstract removeOne(hash: string): Promise<number | undefined>;
+}
+
+/**
  * Bulky binary content (attachments, files' before-images) kept outside the in-memory database, one
  * file per distinct content: `blobs/<2 hex>/<sha256>`. A blob is written to a temp file, fsynced,
  * renamed into place and its folder fsynced before `put` resolves, so a caller that stores the hash in
@@ -44,8 +113,13 @@ export function hashBytes(bytes: Uint8Array): string {
  * crash before the rename leaves only a temp file, removed at the next open. Identical content is
  * stored once. Reads check the hash, so a damaged file is reported, never served.
  */
-export class BlobStore {
-  private constructor(readonly dir: string) {}
+export class BlobStore extends GuardedBlobs {
+  /** Files removed so far (the test-only fault points count them). */
+  private removals = 0;
+
+  private constructor(readonly dir: string) {
+    super();
+  }
 
   static async open(dir: string): Promise<BlobStore> {
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -58,10 +132,7 @@ export class BlobStore {
     return path.join(this.dir, hash.slice(0, 2), hash);
   }
 
-  /** Stores `data` durably and returns its hash; storing the same bytes again writes nothing. */
-  async put(data: Uint8Array | string): Promise<BlobRef> {
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    const hash = hashBytes(bytes);
+  protected async write(bytes: Uint8Array, hash: string): Promise<BlobRef> {
     const target = this.pathOf(hash);
     const existing = await stat(target).catch(() => undefined);
     // Only complete files are ever renamed into place, so a file of the right size holds these bytes.
@@ -69,6 +140,15 @@ export class BlobStore {
     await mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
     await writeFileAtomic(target, bytes, { mode: PRIVATE_FILE_MODE });
     return { hash, size: bytes.length };
+  }
+
+  protected async removeOne(hash: string): Promise<number | undefined> {
+    const info = await stat(this.pathOf(hash)).catch(() => undefined);
+    faultPoint('before-remove', this.removals);
+    const gone = await this.unlinkBlob(hash);
+    faultPoint('after-remove', this.removals);
+    this.removals += 1;
+    return gone ? (info?.size ?? 0) : undefined;
   }
 
   /** The blob's bytes, or undefined when there is none; BlobDamagedError when the file is damaged. */
@@ -90,9 +170,8 @@ export class BlobStore {
     return (await stat(this.pathOf(hash)).catch(() => undefined)) !== undefined;
   }
 
-  /** Removes a blob; true when there was one. Callers remove only blobs nothing references any more. */
-  async remove(hash: string): Promise<boolean> {
-    checkHash(hash);
+  /** Removes a blob; true when there was one. Only `collect` removes: it checks that nothing refers to it. */
+  private async unlinkBlob(hash: string): Promise<boolean> {
     try {
       await unlink(this.pathOf(hash));
       return true;
@@ -100,6 +179,12 @@ export class BlobStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw err;
     }
+  }
+
+  protected async list(): Promise<string[]> {
+    const all: string[] = [];
+    for await (const hash of this.hashes()) all.push(hash);
+    return all;
   }
 
   /** Every stored blob's hash (for a clean-up that removes what nothing references). */
@@ -125,21 +210,14 @@ export class BlobStore {
 }
 
 /** What the store's users call of its blobs: the data directory's (BlobStore), or a scratch store's (MemoryBlobs). */
-export type Blobs = Pick<BlobStore, 'put' | 'get' | 'has' | 'remove' | 'hashes'>;
+export type Blobs = Pick<BlobStore, 'put' | 'holding' | 'get' | 'has' | 'collect' | 'withoutRemovals' | 'hashes'>;
 
 /**
  * Blobs kept in memory and dropped with it, named and checked as BlobStore's: a scratch store's
  * (store/scratch.ts), whose practice turn must write nothing to the data directory.
  */
-export class MemoryBlobs implements Blobs {
+export class MemoryBlobs extends GuardedBlobs implements Blobs {
   private readonly bytes = new Map<string, Buffer>();
-
-  async put(data: Uint8Array | string): Promise<BlobRef> {
-    const bytes = Buffer.from(typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
-    const hash = hashBytes(bytes);
-    if (!this.bytes.has(hash)) this.bytes.set(hash, bytes);
-    return { hash, size: bytes.length };
-  }
 
   async get(hash: string): Promise<Buffer | undefined> {
     checkHash(hash);
@@ -152,12 +230,22 @@ export class MemoryBlobs implements Blobs {
     return this.bytes.has(hash);
   }
 
-  async remove(hash: string): Promise<boolean> {
-    checkHash(hash);
-    return this.bytes.delete(hash);
-  }
-
   async *hashes(): AsyncGenerator<string> {
     yield* [...this.bytes.keys()];
+  }
+
+  protected async write(bytes: Uint8Array, hash: string): Promise<BlobRef> {
+    if (!this.bytes.has(hash)) this.bytes.set(hash, Buffer.from(bytes));
+    return { hash, size: bytes.length };
+  }
+
+  protected async list(): Promise<string[]> {
+    return [...this.bytes.keys()];
+  }
+
+  protected async removeOne(hash: string): Promise<number | undefined> {
+    const size = this.bytes.get(hash)?.length;
+    this.bytes.delete(hash);
+    return size;
   }
 }

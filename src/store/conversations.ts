@@ -1,3 +1,4 @@
+import { dropConversationAttachments } from './attachments';
 import type { Database, SqlParamInput, WriteOptions, WriteTx } from './database';
 import type { ConversationRow, NewConversation } from './types';
 import { wellFormed } from '../protocol/code-points';
@@ -147,7 +148,8 @@ export class ConversationsRepo {
 /**
  * Deletes a conversation, as one step every reader sees at once: its row goes (so it is no longer listed,
  * its messages no longer read (messages.ts reads none of a conversation without its row) and a message to
- * it is refused as not found), with its turns' undo records and its retries' keys. Its messages left (rows
+ * it is refused as not found), with its turns' undo records, its attachments and its retries' keys (the
+ * blobs they referred to are freed by the maintenance's blob collection: blob-collection.ts). Its messages left (rows
  * in sql.js, cold rows in history.db: `cold_seq`) are noted in `history_cold_trash` in the same
  * transaction: the maintenance frees them in batches afterwards (history/maintenance.ts `emptyDeleted`),
  * also after a crash. Retention and delete_conversation both delete this way.
@@ -158,6 +160,8 @@ export function trashConversation(tx: WriteTx, id: string): boolean {
     id,
   ]);
   tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
+  // Its attachments: no one reads them any more (not even their uploader) unless another conversation carries them too.
+  dropConversationAttachments(tx, id);
   // Its retries' keys: after a restart a resend of one is answered not_found, as a chat's of a deleted
   // conversation (until then the resends' memory still answers its sender with the first result).
   tx.run('DELETE FROM retry_keys WHERE conversation_id = ?', [id]);

@@ -305,12 +305,12 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   }
   const audit = new AuditRepo(db, options.now);
   const usage = new UsageRepo(db, history);
-  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit, usage, hotMessages: options.hotMessages });
+  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit, usage, blobs, hotMessages: options.hotMessages });
   if (options.retention) maintenance.setPolicy(options.retention);
   maintenance.start();
   const opened = history;
   return {
-    ...repositories(db, history, { audit, usage, blobs, kick: () => maintenance.kick() }),
+    ...repositories(db, history, { audit, usage, blobs, kick: () => maintenance.deleted() }),
     // The snapshot first, then history.db: every body a copied message refers to was committed before it.
     backup: async (destDir) => {
       await db.copySnapshot(path.join(destDir, db.fileName));

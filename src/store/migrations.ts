@@ -1,6 +1,7 @@
 import type { Logger } from '../log/logger';
 import { nullLogger } from '../log/logger';
 import type { Database, WriteTx } from './database';
+import { ATTACHMENT_USES_TABLE_SQL } from './attachments';
 import { META_TABLE_SQL } from './replay';
 import { CONVERSATION_USAGE_COLUMNS, USAGE_TABLE_SQL } from './usage';
 import { AUDIT_TABLES_SQL } from './audit';
@@ -185,6 +186,9 @@ export const MIGRATIONS: readonly Migration[] = [
   // 24: why the conversation's last turn left its message unanswered (failed or stopped, JSON: get_messages'
   // `unanswered`), so a page drawn afresh says which (src/store/conversations.ts setUnanswered).
   `ALTER TABLE conversations ADD COLUMN unanswered TEXT;`,
+  // 25: the other conversations that carry an attachment sent again, so deleting its first leaves it to
+  // them (src/store/attachments.ts dropConversationAttachments; s33, blobs33).
+  ATTACHMENT_USES_TABLE_SQL,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -9,9 +9,10 @@ import { META_TABLE_SQL } from './replay';
 import { CONVERSATION_USAGE_COLUMNS, USAGE_TABLE_SQL } from './usage';
 import { WORKTREES_TABLE_SQL } from './worktrees';
 import { RETRY_KEYS_TABLE_SQL } from './retry-keys';
+import { ATTACHMENT_USES_TABLE_SQL } from './attachments';
 
 /** The migration version (PRAGMA user_version) SCHEMA_SQL is the schema of. */
-export const SCHEMA_VERSION = 24;
+export const SCHEMA_VERSION = 25;
 
 /** Each table as sqlite_master holds it after the migrations (columns they added included), with its indexes. */
 export const SCHEMA_SQL = `${META_TABLE_SQL};
@@ -50,4 +51,5 @@ export const SCHEMA_SQL = `${META_TABLE_SQL};
   ${USAGE_TABLE_SQL};
   ${AUDIT_TABLES_SQL}
   ${WORKTREES_TABLE_SQL};
-  ${RETRY_KEYS_TABLE_SQL};`;
+  ${RETRY_KEYS_TABLE_SQL};
+  ${ATTACHMENT_USES_TABLE_SQL};`;

@@ -17,13 +17,15 @@ import { BlobStore } from '../../src/store/blob-store';
 //   cut-owed <dir> conversations 'c' and 'd', tool output 't0' (CUT_OUTPUT, dated 1970) whose put the worker
 //                 refuses (owed), cut by retention (tool_output_days 1); prints "cut", then waits to be killed
 //   cut-cold <dir> the same, its row's metadata moved to history.db (cold) before the cut
+//   collect <dir>  conversations 'gone' and 'kept' with attachments and file changes (one blob shared), then
+//                  'gone' deleted (printing "deleted"), its blobs collected (RA_TEST_FAULT_BLOB_COLLECT kills it in there)
 //   recover <dir>  open with --recover (a damaged history.db salvaged), print "recovered", close
 import { HistoryStore } from '../../src/store/history/history-store';
 import { startHistoryWorker } from '../../src/store/history/start-worker';
 import { openStore } from '../../src/store/index';
 import type { NewMessage } from '../../src/store/index';
 import { refuseFirstPut } from './refusing-worker';
-import { BULKY_NOW, bulkyContent, CUT_OUTPUT } from './store-utils';
+import { BULKY_NOW, bulkyContent, COLLECT_BYTES, CUT_OUTPUT } from './store-utils';
 
 async function hold(dir: string): Promise<void> {
   const store = await openStore(dir);
@@ -132,6 +134,27 @@ async function cutOwed(dir: string, cold: boolean): Promise<void> {
   process.stdin.resume();
 }
 
+async function collect(dir: string): Promise<void> {
+  const store = await openStore(dir);
+  const at = '2024-01-01T00:00:00.000Z';
+  for (const id of ['gone', 'kept']) {
+    await store.conversations.create({ id, title: id, source: 'ws', created_at: at });
+    const [attachment, before] = id === 'gone' ? COLLECT_BYTES.gone : COLLECT_BYTES.kept;
+    await store.blobs.holding(async (put) => {
+      const { hash, size } = await put(attachment);
+      await store.attachments.add({ id: `${id}-a`, hash, name: 'a.txt', mime: 'text/plain', kind: 'file', size, uploader: 'owner', created_at: at });
+      await store.db.write((tx) => tx.run('UPDATE attachments SET conversation_id = ? WHERE id = ?', [id, `${id}-a`]));
+      const write = { id: `${id}-w`, conversation_id: id, turn_id: 't', tool: 'write_file', root: dir, path: `${id}.txt` };
+      await store.fileChanges.begin({ ...write, before_hash: (await put(before)).hash, after_hash: (await put(COLLECT_BYTES.shared[0])).hash });
+    });
+  }
+  await store.conversations.delete('gone');
+  process.stdout.write('deleted\n');
+  await store.maintenance.run();
+  process.stdout.write('collected\n');
+  await store.close();
+}
+
 async function recover(dir: string): Promise<void> {
   const store = await openStore(dir, { recover: true });
   process.stdout.write('recovered\n');
@@ -141,6 +164,7 @@ async function recover(dir: string): Promise<void> {
 const modes: Record<string, (dir: string) => Promise<void>> = {
   hold,
   recover,
+  collect,
   writer,
   bulky,
   'bulky-segments': bulkySegments,
@@ -152,7 +176,7 @@ const modes: Record<string, (dir: string) => Promise<void>> = {
   'cut-cold': (dir) => cutOwed(dir, true),
 };
 const [mode, dir] = process.argv.slice(2);
-if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|recover|writer|bulky|bulky-segments|maintain|retire|blobs|cool|cut-owed|cut-cold <dir>');
+if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|recover|collect|writer|bulky|bulky-segments|maintain|retire|blobs|cool|cut-owed|cut-cold <dir>');
 modes[mode](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);

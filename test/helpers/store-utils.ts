@@ -50,9 +50,12 @@ export interface StoreChild {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** The blobs store-child.ts `collect` stores: of conversation 'gone' alone, of 'kept' alone, and written by both. */
+export const COLLECT_BYTES = { gone: ['gone attachment', 'gone before'], kept: ['kept attachment', 'kept before'], shared: ['written by both'] };
+
 /** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
 export function spawnStoreChild(
-  mode: 'hold' | 'recover' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'retire' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold',
+  mode: 'hold' | 'recover' | 'collect' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'retire' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold',
   dir: string,
   env: NodeJS.ProcessEnv = {},
 ): StoreChild {

@@ -4,6 +4,7 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { BlobDamagedError, BlobStore } from '../../src/store/blob-store';
+import type { BlobReferences } from '../../src/store/blob-guard';
 import { openStore } from '../../src/store/index';
 import { spawnStoreChild, tempDir } from '../helpers/store-utils';
 
@@ -32,7 +33,9 @@ test('a blob comes back byte for byte under the SHA-256 of its bytes, in a priva
   assert.equal((await blobs.get(text.hash))?.toString('utf8'), 'héllo');
 });
 
-test('the same content is stored once; remove deletes it and a missing blob reads as undefined', async (t) => {
+const noRows: BlobReferences = { referenced: () => new Set(), durable: async () => undefined };
+
+test('the same content is stored once; a collection with no row referring to it removes it and a missing blob reads as undefined', async (t) => {
   const { dir, cleanup } = await tempDir();
   t.after(cleanup);
   const blobs = await BlobStore.open(dir);
@@ -43,8 +46,8 @@ test('the same content is stored once; remove deletes it and a missing blob read
   const hashes: string[] = [];
   for await (const h of blobs.hashes()) hashes.push(h);
   assert.deepEqual(hashes, [a.hash]);
-  assert.equal(await blobs.remove(a.hash), true);
-  assert.equal(await blobs.remove(a.hash), false);
+  assert.deepEqual(await blobs.collect(noRows, [a.hash]), { removed: 1, bytes: 10 });
+  assert.deepEqual(await blobs.collect(noRows, [a.hash]), { removed: 0, bytes: 0 });
   assert.equal(await blobs.get(a.hash), undefined);
   assert.equal(await blobs.has(a.hash), false);
 });
@@ -71,7 +74,7 @@ test('names that are not a blob hash are refused before touching the disk (no pa
   const blobs = await BlobStore.open(path.join(dir, 'blobs'));
   for (const bad of ['../secret', '..', '', 'A'.repeat(64), `${'a'.repeat(63)}/`, `${'a'.repeat(64)}\0`]) {
     await assert.rejects(blobs.get(bad), TypeError, bad);
-    await assert.rejects(blobs.remove(bad), TypeError, bad);
+    await assert.rejects(blobs.collect(noRows, [bad]), TypeError, bad);
     await assert.rejects(blobs.has(bad), TypeError, bad);
   }
   assert.equal(await readFile(path.join(dir, 'secret'), 'utf8'), 'outside');

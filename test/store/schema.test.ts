@@ -106,8 +106,9 @@ test('a database that is not new is migrated by its migrations, not remade', LIM
  * sqlite_master of the latest schema (type, name, tbl_name, sql whitespace-normalised, by name) and its
  * user_version, as literal data: written out, never computed from src/store.
  */
-const FROZEN_VERSION = 24;
+const FROZEN_VERSION = 25;
 const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
+  ['table', 'attachment_uses', 'attachment_uses', 'CREATE TABLE attachment_uses (attachment_id TEXT NOT NULL, conversation_id TEXT NOT NULL, PRIMARY KEY (attachment_id, conversation_id))'],
   [
     'table',
     'attachments',
@@ -185,6 +186,7 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
   ],
   ['table', 'retry_keys', 'retry_keys', 'CREATE TABLE retry_keys (seq INTEGER PRIMARY KEY AUTOINCREMENT, client_key TEXT NOT NULL UNIQUE, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL)'],
   ['index', 'retry_keys_conversation', 'retry_keys', 'CREATE INDEX retry_keys_conversation ON retry_keys (conversation_id)'],
+  ['index', 'sqlite_autoindex_attachment_uses_1', 'attachment_uses', null],
   ['index', 'sqlite_autoindex_attachments_1', 'attachments', null],
   ['index', 'sqlite_autoindex_audit_chain_1', 'audit_chain', null],
   ['index', 'sqlite_autoindex_conversations_1', 'conversations', null],

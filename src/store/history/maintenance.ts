@@ -13,6 +13,8 @@ import { hasColdHistory, noteSyncMark } from './restore';
 import { referencedBetween } from '../body-refs';
 import type { AuditRepo } from '../audit';
 import type { UsageRepo } from '../usage';
+import type { Blobs } from '../blob-store';
+import { collectBlobs } from '../blob-collection';
 
 export interface RetentionPolicy {
   /** Conversations with no activity for this many days are deleted. */
@@ -35,6 +37,8 @@ export interface MaintenanceOptions {
   audit?: Pick<AuditRepo, 'prune'>;
   /** Usage rows, moved out of sql.js with their conversation's metadata. */
   usage?: Pick<UsageRepo, 'moveCold'>;
+  /** The blob store whose blobs no row refers to any more are freed after deletions (blob-collection.ts); none: never collected. */
+  blobs?: Pick<Blobs, 'collect'>;
   /**
    * Messages whose metadata stays in sql.js: the most recently active conversations' (default
    * DEFAULT_HOT_MESSAGES); the rest moves to history.db (cold.ts).
@@ -85,6 +89,8 @@ export class HistoryMaintenance {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private swept = false;
+  /** A blob collection is owed: at the first pass (what a crash left), then after each deletion. */
+  private blobsOwed = true;
   /** Whether the schema has cold rows (migration 18), asked once. */
   private cold: boolean | undefined;
 
@@ -117,6 +123,12 @@ export class HistoryMaintenance {
     this.kick();
     this.timer = setInterval(() => this.kick(), this.options.intervalMs ?? 600_000);
     this.timer.unref();
+  }
+
+  /** A conversation was deleted (delete_conversation): a pass frees its messages, then its blobs. */
+  deleted(): void {
+    this.blobsOwed = true;
+    this.kick();
   }
 
   /** Starts a pass (or one more after the running one); failures are logged. */
@@ -173,6 +185,21 @@ export class HistoryMaintenance {
     // And those a move met deleted (moveCold), or delete_conversation's cold rows.
     freed += (await this.emptyTrash()) + (await this.emptyDeleted());
     if (freed > 0) await this.vacuum();
+    await this.collectBlobs();
+  }
+
+  /** When owed (the first pass, or a deletion since the last), the blobs no row refers to any more are freed. */
+  private async collectBlobs(): Promise<void> {
+    const { blobs, logger } = this.options;
+    if (!blobs || !this.blobsOwed || this.stopped) return;
+    this.blobsOwed = false;
+    try {
+      // Left for later while a backup copies the blobs: the next pass collects again.
+      if ((await collectBlobs(this.db, blobs, logger)).deferred) this.blobsOwed = true;
+    } catch (err) {
+      this.blobsOwed = true;
+      throw err;
+    }
   }
 
   /**
@@ -257,6 +284,7 @@ export class HistoryMaintenance {
       return id !== undefined && source !== undefined && trashConversation(tx, id) ? { id, source } : undefined;
     });
     if (!retired) return false;
+    this.blobsOwed = true;
     try {
       this.retired(retired);
     } catch (err) {

@@ -57,7 +57,8 @@ export function dropConversationAttachments(tx: WriteTx, conversationId: string)
     'UPDATE attachments SET conversation_id = (SELECT min(u.conversation_id) FROM attachment_uses u WHERE u.attachment_id = attachments.id) WHERE conversation_id = ? AND id IN (SELECT attachment_id FROM attachment_uses)',
     [conversationId],
   );
-  tx.run('DELETE FROM attachments WHERE conversation_id = ?', [conversationId]);
+  // Bound before migration 25 (`uses_unknown`): another conversation may carry it unrecorded, so it stays.
+  tx.run('DELETE FROM attachments WHERE conversation_id = ? AND uses_unknown = 0', [conversationId]);
 }
 
 /** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */

@@ -5,9 +5,12 @@ import { blobReferences } from './blob-refs';
 import type { Blobs } from './blob-store';
 import type { Database } from './database';
 
-/** Conversations gone whose attachments' rows are left: deleted before s33 (a deletion kept them then), or a tool's image stored as its conversation went. */
+/**
+ * Conversations gone whose attachments' rows are left: a tool's image stored as its conversation went (rows
+ * bound before migration 25, `uses_unknown`, are kept: another conversation may carry them unrecorded).
+ */
 const ORPHANED =
-  'SELECT DISTINCT conversation_id FROM attachments WHERE conversation_id IS NOT NULL AND conversation_id NOT IN (SELECT id FROM conversations) UNION SELECT conversation_id FROM attachment_uses WHERE conversation_id NOT IN (SELECT id FROM conversations)';
+  'SELECT DISTINCT conversation_id FROM attachments WHERE conversation_id IS NOT NULL AND uses_unknown = 0 AND conversation_id NOT IN (SELECT id FROM conversations) UNION SELECT conversation_id FROM attachment_uses WHERE conversation_id NOT IN (SELECT id FROM conversations)';
 
 /**
  * Frees what deleted conversations left in the blob store (history/maintenance.ts runs it after

@@ -187,8 +187,12 @@ export const MIGRATIONS: readonly Migration[] = [
   // `unanswered`), so a page drawn afresh says which (src/store/conversations.ts setUnanswered).
   `ALTER TABLE conversations ADD COLUMN unanswered TEXT;`,
   // 25: the other conversations that carry an attachment sent again, so deleting its first leaves it to
-  // them (src/store/attachments.ts dropConversationAttachments; s33, blobs33).
-  ATTACHMENT_USES_TABLE_SQL,
+  // them (src/store/attachments.ts dropConversationAttachments; s33, blobs33). An attachment bound before
+  // (`uses_unknown`) may be carried by another conversation nothing recorded (only its message's body in
+  // history.db says so): a deletion leaves its row and bytes, as every deletion did before.
+  `${ATTACHMENT_USES_TABLE_SQL};
+   ALTER TABLE attachments ADD COLUMN uses_unknown INTEGER NOT NULL DEFAULT 0;
+   UPDATE attachments SET uses_unknown = 1 WHERE conversation_id IS NOT NULL;`,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -43,7 +43,7 @@ export const SCHEMA_SQL = `${META_TABLE_SQL};
   CREATE INDEX file_changes_turn ON file_changes (conversation_id, turn_id, seq);
   CREATE INDEX file_changes_path ON file_changes (root, path, seq);
   CREATE INDEX file_changes_state ON file_changes (state);
-  CREATE TABLE attachments (id TEXT PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL, size INTEGER NOT NULL, uploader TEXT NOT NULL, created_at TEXT NOT NULL, conversation_id TEXT);
+  CREATE TABLE attachments (id TEXT PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL, size INTEGER NOT NULL, uploader TEXT NOT NULL, created_at TEXT NOT NULL, conversation_id TEXT, uses_unknown INTEGER NOT NULL DEFAULT 0);
   CREATE INDEX attachments_conversation ON attachments (conversation_id);
   CREATE TABLE history_trash (body_key INTEGER PRIMARY KEY);
   CREATE TABLE history_cold_trash (conversation_id TEXT PRIMARY KEY);

@@ -113,7 +113,7 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
     'table',
     'attachments',
     'attachments',
-    'CREATE TABLE attachments (id TEXT PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL, size INTEGER NOT NULL, uploader TEXT NOT NULL, created_at TEXT NOT NULL, conversation_id TEXT)',
+    'CREATE TABLE attachments (id TEXT PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL, size INTEGER NOT NULL, uploader TEXT NOT NULL, created_at TEXT NOT NULL, conversation_id TEXT, uses_unknown INTEGER NOT NULL DEFAULT 0)',
   ],
   ['index', 'attachments_conversation', 'attachments', 'CREATE INDEX attachments_conversation ON attachments (conversation_id)'],
   ['table', 'audit_chain', 'audit_chain', 'CREATE TABLE audit_chain (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, hash TEXT NOT NULL)'],

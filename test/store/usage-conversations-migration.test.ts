@@ -90,14 +90,18 @@ async function oldDatabase(dir: string, change?: (store: Store) => Promise<void>
   ids.push('c3-a9');
   // The code before's delete: its messages and its row in one transaction (today's leaves the messages to
   // the maintenance, which then also drops the moved usage: s31). Today's trashConversation also drops the
-  // conversation's retry keys (migration 23) and its attachments' other uses (migration 25), tables the
-  // schema before 22 has not: they exist for this delete only, so the code before is what ran.
-  await store.db.write((tx) => tx.run('CREATE TABLE retry_keys (conversation_id TEXT); CREATE TABLE attachment_uses (attachment_id TEXT, conversation_id TEXT)'));
+  // conversation's retry keys (migration 23) and its attachments' other uses (migration 25), tables and a
+  // column the schema before 22 has not: they exist for this delete only, so the code before is what ran.
+  await store.db.write((tx) =>
+    tx.run(
+      'CREATE TABLE retry_keys (conversation_id TEXT); CREATE TABLE attachment_uses (attachment_id TEXT, conversation_id TEXT); ALTER TABLE attachments ADD COLUMN uses_unknown INTEGER NOT NULL DEFAULT 0',
+    ),
+  );
   await store.db.write((tx) => {
     trashMessages(tx, 'conversation_id = ?', ['gone']);
     trashConversation(tx, 'gone');
   });
-  await store.db.write((tx) => tx.run('DROP TABLE retry_keys; DROP TABLE attachment_uses'));
+  await store.db.write((tx) => tx.run('DROP TABLE retry_keys; DROP TABLE attachment_uses; ALTER TABLE attachments DROP COLUMN uses_unknown'));
   await change?.(store);
   await store.close();
   return ids;

@@ -79,14 +79,20 @@ type Row = { state: string; last_message: string; queued: unknown[] };
 type Frame = Record<string, unknown>;
 const rowOf = (f: Frame) => f.conversation as Row;
 
+/** A conversation the phone started, its first turn over and both clients' frames cleared. */
+async function started(phone: TestClient, editor: TestClient): Promise<string> {
+  const id = ((await phone.request({ type: 'chat', message: 'start' })).data as { conversation_id: string }).conversation_id;
+  await editor.next((f) => f.event === 'turn.ended' && f.conversation_id === id);
+  editor.frames.length = 0;
+  phone.frames.length = 0;
+  return id;
+}
+
 test('a 0-tool turn: a client that does not follow hears two conversation.updated and turn.ended, the idle row (the reply) before turn.ended', async () => {
   const phone = await TestClient.authed(svc.wsUrl, svc.token);
   const editor = await TestClient.authed(svc.wsUrl, svc.token);
   try {
-    const id = ((await phone.request({ type: 'chat', message: 'one' })).data as { conversation_id: string }).conversation_id;
-    await editor.next((f) => f.event === 'turn.ended' && f.conversation_id === id);
-    editor.frames.length = 0;
-    phone.frames.length = 0;
+    const id = await started(phone, editor);
     const answer = await phone.request({ type: 'chat', message: 'two', conversation_id: id });
     assert.equal(answer.status, 'ok');
     await waitFor(() => editor.frames.some((f) => f.event === 'turn.ended' && f.conversation_id === id), 'turn.ended');
@@ -111,9 +117,7 @@ test("a message waiting behind a turn: the first reply is announced at its turn'
   const phone = await TestClient.authed(svc.wsUrl, svc.token);
   const editor = await TestClient.authed(svc.wsUrl, svc.token);
   try {
-    const id = ((await phone.request({ type: 'chat', message: 'start' })).data as { conversation_id: string }).conversation_id;
-    await editor.next((f) => f.event === 'turn.ended' && f.conversation_id === id);
-    editor.frames.length = 0;
+    const id = await started(phone, editor);
     const asked = svc.fake.requests.length;
     svc.fake.script({ text: 'slow answer', delayMs: 600 });
     const first = phone.request({ type: 'chat', message: 'first', conversation_id: id });

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
 import { bindAttachments, insertAttachment, keyIsPersons, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
@@ -223,6 +223,8 @@ export class Agent {
   private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
+  /** The key of the instruction files' fingerprints (instructionsFingerprint): this service's, for this run. */
+  private readonly fingerprintKey = randomBytes(32);
   /** Stops the service's warm-up and its practice turn, if they run (endsWarmUp): a turn of this agent began. */
   private practiceStop: AbortController | undefined;
   /** A turn (or another queued job: a compaction) has begun since the agent was made (endsWarmUp). */
@@ -258,7 +260,7 @@ export class Agent {
     this.requireConversation(conversationId, source);
     const rows = await this.history.rows(conversationId);
     const files = await this.context.filesInForce(rows, this.recordedArea(conversationId)?.roots);
-    return { files: files.map(({ text: _text, ...info }) => info), fingerprint: instructionsFingerprint(files) };
+    return { files: files.map(({ text: _text, ...info }) => info), fingerprint: instructionsFingerprint(files, this.fingerprintKey) };
   }
 
   /**
@@ -770,9 +772,9 @@ export class Agent {
    */
   private async instructionsAfter(conversationId: string, instructions: TurnInstructions, files: TurnFiles, area: ToolArea | undefined): Promise<string | undefined> {
     if (instructions.files === undefined) return undefined;
-    if (!files.changed) return instructionsFingerprint(instructions.files);
+    if (!files.changed) return instructionsFingerprint(instructions.files, this.fingerprintKey);
     try {
-      return instructionsFingerprint(await this.context.filesInForce(await this.history.rows(conversationId), this.recordedArea(conversationId)?.roots ?? area?.roots));
+      return instructionsFingerprint(await this.context.filesInForce(await this.history.rows(conversationId), this.recordedArea(conversationId)?.roots ?? area?.roots), this.fingerprintKey);
     } catch {
       return undefined;
     }

@@ -111,3 +111,15 @@ describe('turn.ended says what a page may show anew (s33)', () => {
     namesAgents(after, 'new rules the turn wrote\n');
   });
 });
+
+test('attack: the fingerprint cannot be used to confirm a guess of the instruction files offline (keyed per service)', async () => {
+  // A client that may see a conversation gets `instructions` (a webhook account, a password user), but not
+  // the files' words. An unkeyed hash of the words would let it confirm a guess of them (a secret written in
+  // the user's AGENTS.md) without the service: two services with the same files would then agree.
+  const rules = 'deploy key: hunter2\n';
+  const one = await firstTurn(rules);
+  const two = await firstTurn(rules);
+  assert.ok(one.first.instructions && two.first.instructions);
+  assert.notEqual(one.first.instructions, two.first.instructions, 'the same words give another fingerprint on another service');
+  assert.equal(one.shown.fingerprint, one.first.instructions, 'and the same one within a service');
+});

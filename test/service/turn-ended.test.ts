@@ -29,7 +29,10 @@ test('a chat turn that answers is announced to every client as answered', async 
     const id = (reply.data as { conversation_id: string }).conversation_id;
     const event = await editor.next(ended(id));
     const [asked] = ((await phone.request({ type: 'get_messages', conversation_id: id })).data as { messages: { id: string }[] }).messages;
-    assert.deepEqual(event, { event: 'turn.ended', conversation_id: id, source: 'ws', outcome: 'answered', message_id: asked.id });
+    // `instructions` (s33): the files in force, as list_instructions' fingerprint (turn-ended-signals tests it).
+    const { instructions, ...said } = event;
+    assert.equal(typeof instructions, 'string');
+    assert.deepEqual(said, { event: 'turn.ended', conversation_id: id, source: 'ws', outcome: 'answered', message_id: asked.id, files_written: 0 });
   } finally {
     phone.close();
     editor.close();
@@ -77,8 +80,9 @@ test('a webhook turn is announced to the user clients (source webhook:<account>)
     assert.equal(accepted.status, 202);
     const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
     const event = await editor.next(ended(id));
-    const { message_id: messageId, ...rest } = event;
-    assert.deepEqual(rest, { event: 'turn.ended', conversation_id: id, source: 'webhook:alpha', outcome: 'answered' });
+    const { message_id: messageId, instructions, ...rest } = event;
+    assert.equal(typeof instructions, 'string');
+    assert.deepEqual(rest, { event: 'turn.ended', conversation_id: id, source: 'webhook:alpha', outcome: 'answered', files_written: 0 });
     assert.equal(typeof messageId, 'string', 'the webhook message the turn answered');
     const seen = tapped.find((t) => t.event.event === 'turn.ended' && t.event.conversation_id === id);
     assert.ok(seen, 'the observer saw the turn end');

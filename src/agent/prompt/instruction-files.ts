@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -261,11 +261,13 @@ export class InstructionFiles {
 /**
  * The instruction files in force as one short string (list_instructions' `fingerprint`, turn.ended's
  * `instructions`): the same for the same files with the same words, cut the same, whatever their order
- * (a page compares it with the one of the list it shows, and asks again only when they differ).
+ * (a page compares it with the one of the list it shows, and asks again only when they differ). Keyed by
+ * `key` (the service's own, random at each start): clients that see it but not the words (a webhook
+ * account, a password user) cannot confirm a guess of them offline.
  */
-export function instructionsFingerprint(files: readonly InstructionFile[]): string {
+export function instructionsFingerprint(files: readonly InstructionFile[], key: Uint8Array): string {
   const entries = files.map((file) => JSON.stringify([file.scope, file.path, file.bytes, file.cut, file.text])).sort();
-  return createHash('sha256').update(entries.join('\n')).digest('base64url').slice(0, 16);
+  return createHmac('sha256', key).update(entries.join('\n')).digest('base64url').slice(0, 16);
 }
 
 function infoOf({ text: _text, ...info }: InstructionFile): InstructionFileInfo {

@@ -23,7 +23,7 @@ import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { AttachmentUploads } from './commands/attachment-uploads';
 import { RenderedExports } from './commands/rendered-exports';
-import { announceConversation } from './commands/conversation-updates';
+import { announceActivity, announceConversation } from './commands/conversation-updates';
 import { isOwnerClient } from './protocol/sources';
 import { configChangeEntries } from './commands/audit-records';
 import { deviceLoginRecorder, recordLoginBursts } from './commands/audit-recorders';
@@ -224,7 +224,7 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
   const host = options.hostServices ?? {};
   const permissionTimeoutMs = () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000;
 
-  const activity: ConversationActivity = new ConversationActivity((conversationId) => announceConversation({ events, store, activity }, conversationId));
+  const activity: ConversationActivity = new ConversationActivity((conversationId, reply) => announceActivity({ events, store, activity }, conversationId, reply));
   const tools = createToolRegistry(current, store, logger, host);
   const permissions = new PermissionBroker({ events, store, logger, timeoutMs: permissionTimeoutMs, activity });
   const gate = new PermissionGate(

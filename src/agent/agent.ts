@@ -146,8 +146,9 @@ export interface AgentDeps {
   /** Counts each conversation's queued turns (list_conversations' `state`). */
   activity?: ConversationActivity;
   /**
-   * A conversation got a message: the user's (stored) or the reply (stored). The service tells every
-   * client, so a conversation continued from the phone, a script or a webhook shows live elsewhere.
+   * A conversation got a message: the user's (stored) or the reply (stored; with `activity`, told by it at
+   * the turn's end instead). The service tells every client, so a conversation continued from the phone, a
+   * script or a webhook shows live elsewhere.
    */
   onActivity?: (conversationId: string, source: string) => void;
   /** Where attached files are saved for the model (default: none, they are named as not saved). */
@@ -700,7 +701,7 @@ export class Agent {
       // delivery show what is read back after a restart.
       const text = wellFormed(said);
       const inForce = this.instructionsAfter(conversationId, instructions, files, area);
-      // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
+      // Counted before the reply is stored: the conversation.updated that tells of it shows the new counts.
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
       const messageId = randomUUID();
       // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
@@ -739,7 +740,9 @@ export class Agent {
       await commit?.durable();
       over = true;
       onEvent(replyEvent ?? replyEventOf(conversationId, reply, usageRow));
-      this.deps.onActivity?.(conversationId, sourceText(input.source));
+      // Its row goes out at the turn's end, a few ticks on, with the state that end leaves (one event, not two).
+      if (this.deps.activity) this.deps.activity.replied(conversationId, sourceText(input.source));
+      else this.deps.onActivity?.(conversationId, sourceText(input.source));
       if (answered) answered({ ms: Date.now() - started }, true);
       else log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       const fingerprint = await inForce;

@@ -20,10 +20,20 @@ interface Waiting {
 }
 
 /**
+ * An announcement that tells of a turn's stored reply too (`source`: the turn's), made at the turn's end:
+ * `stateChanged` when that end changed the conversation's state as well (the last turn ended: `idle`).
+ */
+export interface ReplyAnnounced {
+  source: string;
+  stateChanged: boolean;
+}
+
+/**
  * What each conversation is doing now (list_conversations' `state` and `pending_permissions`): the agent
  * counts its queued turns, the permission broker its waiting requests. `onChange` hears of every change
  * of state or count, except a turn starting in an idle conversation: its first stored message follows at
- * once and is announced with the row (conversation.updated), already `running`.
+ * once and is announced with the row (conversation.updated), already `running`. A turn's stored reply
+ * (`replied`) is announced at that turn's end, in one announcement with the state that end leaves.
  */
 export class ConversationActivity {
   private readonly turns = new Map<string, number>();
@@ -31,13 +41,16 @@ export class ConversationActivity {
   private readonly queues = new Map<string, Waiting[]>();
   /** Conversations whose announcements wait (held), and whether one is due at release. */
   private readonly held = new Map<string, { holds: number; due: boolean }>();
-  private readonly onChange: (conversationId: string) => void;
+  /** Conversations whose running turn stored its reply, announced at its end: the turn's source. */
+  private readonly replies = new Map<string, string>();
+  private readonly onChange: (conversationId: string, reply?: ReplyAnnounced) => void;
 
-  constructor(onChange: (conversationId: string) => void = () => undefined) {
-    this.onChange = (conversationId) => {
+  constructor(onChange: (conversationId: string, reply?: ReplyAnnounced) => void = () => undefined) {
+    this.onChange = (conversationId, reply) => {
       const hold = this.held.get(conversationId);
+      // Held: the row announced at release is read then, the reply in it.
       if (hold) hold.due = true;
-      else onChange(conversationId);
+      else onChange(conversationId, reply);
     };
   }
 
@@ -113,10 +126,21 @@ export class ConversationActivity {
     bump(this.turns, conversationId, 1);
   }
 
+  /**
+   * The running turn stored its reply (`source`: the turn's): told at its end (turnEnded), a few ticks
+   * later, with the state that end leaves, rather than as a row of its own still `running`.
+   */
+  replied(conversationId: string, source: string): void {
+    this.replies.set(conversationId, source);
+  }
+
   turnEnded(conversationId: string): void {
     const before = this.of(conversationId);
     bump(this.turns, conversationId, -1);
-    this.announceIfChanged(conversationId, before);
+    const source = this.replies.get(conversationId);
+    if (source === undefined) return this.announceIfChanged(conversationId, before);
+    this.replies.delete(conversationId);
+    this.onChange(conversationId, { source, stateChanged: this.changed(conversationId, before) });
   }
 
   waitStarted(conversationId: string): void {
@@ -130,8 +154,12 @@ export class ConversationActivity {
   }
 
   private announceIfChanged(conversationId: string, before: ConversationActivityState): void {
+    if (this.changed(conversationId, before)) this.onChange(conversationId);
+  }
+
+  private changed(conversationId: string, before: ConversationActivityState): boolean {
     const after = this.of(conversationId);
-    if (after.state !== before.state || after.pendingPermissions !== before.pendingPermissions) this.onChange(conversationId);
+    return after.state !== before.state || after.pendingPermissions !== before.pendingPermissions;
   }
 }
 

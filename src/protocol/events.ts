@@ -5,6 +5,7 @@ import { ConfigChangedEvent } from './config';
 import { ConversationDeletedEvent, ConversationUpdatedEvent } from './conversations';
 import { PermissionRequestEvent, PermissionResolvedEvent } from './permissions';
 import { PlanUpdatedEvent } from './plan';
+import { TurnUndoneEvent } from './undo';
 import { ChangesReadyEvent } from './worktrees';
 import { lazySchema } from './lazy-schema';
 
@@ -28,6 +29,7 @@ export const ServiceEvent = lazySchema(() =>
     ChatMessageEvent,
     AuditAppendedEvent,
     ChangesReadyEvent,
+    TurnUndoneEvent,
   ]),
 );
 export type ServiceEvent = z.infer<typeof ServiceEvent>;

@@ -82,6 +82,23 @@ export const UndoTurnCommand = lazySchema(() =>
 );
 export const ListTurnChangesCommand = lazySchema(() => command('list_turn_changes', { conversation_id: nonEmpty('conversation_id') }));
 
+/**
+ * A turn's changes were undone (undo_turn with `confirm` restored or deleted a file), from any client: to
+ * every client that may see the conversation, so a page showing the turn marks it as list_turn_changes
+ * would after a reload. `undone`: every file the turn wrote is restored now (list_turn_changes' `undone`).
+ */
+export const TurnUndoneEvent = lazySchema(() =>
+  z.object({
+    event: z.literal('turn.undone'),
+    conversation_id: z.string(),
+    turn_id: z.string(),
+    /** The turn's reply (where a page shows Undo), null when it has none. */
+    message_id: z.string().nullable(),
+    undone: z.boolean(),
+  }),
+);
+export type TurnUndoneEvent = z.infer<typeof TurnUndoneEvent>;
+
 export const UndoResults = lazySchema(() => ({
   undo_turn: UndoTurnResult,
   list_turn_changes: z.object({ turns: z.array(TurnChanges) }),

@@ -26,3 +26,26 @@ test('the only hold released by a caller that announces itself: it may, and noth
   assert.equal(only(false), true);
   assert.deepEqual(announced, []);
 });
+
+// A turn's stored reply is told at the turn's end, in the one announcement that end makes (s33, updates33).
+test("a reply is announced once, at its turn's end, with the turn's source and whether the state changed", () => {
+  const announced: unknown[] = [];
+  const activity = new ConversationActivity((id, reply) => announced.push([id, reply]));
+  activity.turnQueued('c1');
+  activity.replied('c1', 'ws');
+  assert.deepEqual(announced, [], 'not when stored');
+  activity.turnEnded('c1');
+  assert.deepEqual(announced, [['c1', { source: 'ws', stateChanged: true }]], 'one announcement: the reply, and idle');
+
+  // A message waiting behind the turn: its end still tells of the reply (the state stays running).
+  announced.length = 0;
+  activity.turnQueued('c1');
+  activity.turnQueued('c1');
+  activity.replied('c1', 'relay');
+  activity.turnEnded('c1');
+  assert.deepEqual(announced, [['c1', { source: 'relay', stateChanged: false }]]);
+  // The next turn ends without a reply (cancelled): a plain change of state.
+  activity.turnEnded('c1');
+  assert.deepEqual(announced.at(-1), ['c1', undefined]);
+  assert.equal(announced.length, 2);
+});

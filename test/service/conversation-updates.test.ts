@@ -1,5 +1,6 @@
 // conversation.updated: every client hears when a conversation gets a message (the user's, then the
-// reply), whoever sent it, so a conversation continued from the phone shows live in the editor.
+// reply), whoever sent it, so a conversation continued from the phone shows live in the editor. The
+// reply's row goes out at the turn's end, with the state that end leaves (s33, updates33).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EventHub } from '../../src/commands/event-hub';
@@ -18,9 +19,16 @@ test('a conversation started and continued by one client is announced to the oth
     const first = await phone.request({ type: 'chat', message: 'from the phone' });
     const id = (first.data as { conversation_id: string }).conversation_id;
     const updates = () => editor.frames.filter((f) => f.event === 'conversation.updated' && f.conversation_id === id);
-    const states: unknown[] = [];
-    for (let i = 0; i < 3; i += 1) states.push(((await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id)).conversation as { state: string }).state);
-    assert.deepEqual(states, ['running', 'running', 'idle'], 'three updates: the stored message, the stored reply, then the turn over');
+    const rows: { state: string; last_message: string }[] = [];
+    for (let i = 0; i < 2; i += 1) rows.push((await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id)).conversation as { state: string; last_message: string });
+    // The user message's row is read once it is durable: the reply may be stored by then (one sync for both).
+    assert.deepEqual(
+      rows.map((r) => r.state),
+      ['running', 'idle'],
+      'two updates: the stored message, then the reply with the turn over (one row)',
+    );
+    assert.match(rows[0].last_message, /from the phone/);
+    assert.equal(rows[1].last_message, 'echo: from the phone');
     assert.equal(updates().length, 0);
 
     await phone.request({ type: 'chat', message: 'and more', conversation_id: id });
@@ -64,6 +72,105 @@ test('with no client to hear it, a turn reads no conversation row for conversati
     }
   } finally {
     store.usage.ofConversation = realOf;
+  }
+});
+
+type Row = { state: string; last_message: string; queued: unknown[] };
+type Frame = Record<string, unknown>;
+const rowOf = (f: Frame) => f.conversation as Row;
+
+/** A conversation the phone started, its first turn over and both clients' frames cleared. */
+async function started(phone: TestClient, editor: TestClient): Promise<string> {
+  const id = ((await phone.request({ type: 'chat', message: 'start' })).data as { conversation_id: string }).conversation_id;
+  await editor.next((f) => f.event === 'turn.ended' && f.conversation_id === id);
+  editor.frames.length = 0;
+  phone.frames.length = 0;
+  return id;
+}
+
+test('a 0-tool turn: a client that does not follow hears two conversation.updated and turn.ended, the idle row (the reply) before turn.ended', async () => {
+  const phone = await TestClient.authed(svc.wsUrl, svc.token);
+  const editor = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const id = await started(phone, editor);
+    const answer = await phone.request({ type: 'chat', message: 'two', conversation_id: id });
+    assert.equal(answer.status, 'ok');
+    await waitFor(() => editor.frames.some((f) => f.event === 'turn.ended' && f.conversation_id === id), 'turn.ended');
+    // Anything sent later than turn.ended would have come in the same burst: one more round trip lets it arrive.
+    await editor.request({ type: 'get_config' });
+    const seen = editor.frames.filter((f) => f.conversation_id === id);
+    assert.deepEqual(
+      seen.map((f) => (f.event === 'conversation.updated' ? `updated ${rowOf(f).state}` : String(f.event))),
+      ['updated running', 'updated idle', 'turn.ended'],
+    );
+    assert.equal(rowOf(seen[1]).last_message, 'echo: two');
+    // The sender, a follower: its own turn's events and the two rows.
+    const sender = phone.frames.filter((f) => f.conversation_id === id && f.event !== undefined).map((f) => String(f.event));
+    assert.equal(sender.filter((e) => e === 'conversation.updated').length, 2, sender.join(', '));
+  } finally {
+    phone.close();
+    editor.close();
+  }
+});
+
+test("a message waiting behind a turn: the first reply is announced at its turn's end, still running, and only the last turn's end says idle", async () => {
+  const phone = await TestClient.authed(svc.wsUrl, svc.token);
+  const editor = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const id = await started(phone, editor);
+    const asked = svc.fake.requests.length;
+    svc.fake.script({ text: 'slow answer', delayMs: 600 });
+    const first = phone.request({ type: 'chat', message: 'first', conversation_id: id });
+    await svc.fake.waitFor((requests) => requests.length > asked);
+    const second = phone.request({ type: 'chat', message: 'second', conversation_id: id });
+    await Promise.all([first, second]);
+    await waitFor(() => editor.frames.filter((f) => f.event === 'turn.ended' && f.conversation_id === id).length === 2, 'both turns to end');
+    await editor.request({ type: 'get_config' });
+    const rows = editor.frames.filter((f) => f.event === 'conversation.updated' && f.conversation_id === id).map(rowOf);
+    const idle = rows.filter((r) => r.state === 'idle');
+    assert.equal(idle.length, 1, JSON.stringify(rows));
+    assert.equal(rows.at(-1)!.state, 'idle');
+    assert.equal(rows.at(-1)!.last_message, 'echo: second');
+    assert.ok(
+      rows.some((r) => r.state === 'running' && r.last_message === 'slow answer'),
+      `the first reply shown while the second waits or runs: ${JSON.stringify(rows)}`,
+    );
+  } finally {
+    phone.close();
+    editor.close();
+  }
+});
+
+test("a webhook account's conversation continued by a person: the account hears the turn's end with its own source, the person's clients with theirs", async () => {
+  const heard: Frame[] = [];
+  const bot = svc.service.openSession({ source: { kind: 'webhook', account: 'shop' }, canAnswerPermissions: false, send: (event) => void heard.push(event as Frame) });
+  const editor = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const { conversation_id: id } = await svc.service.agent.chat({ message: 'from the shop', source: { kind: 'webhook', account: 'shop' } });
+    const idleIn = (frames: Frame[]) => frames.some((f) => f.event === 'conversation.updated' && f.conversation_id === id && rowOf(f).state === 'idle');
+    await waitFor(() => idleIn(heard) && idleIn(editor.frames), "the shop's turn over");
+    heard.length = 0;
+    editor.frames.length = 0;
+    const answer = await editor.request({ type: 'chat', message: 'a person answers', conversation_id: id });
+    assert.equal(answer.status, 'ok');
+    await editor.request({ type: 'get_config' });
+    const botRows = heard.filter((f) => f.event === 'conversation.updated' && f.conversation_id === id);
+    assert.deepEqual(
+      botRows.map((f) => [f.source, rowOf(f).state, rowOf(f).last_message]),
+      [['webhook:shop', 'idle', 'echo: a person answers']],
+      "not the person's messages with their source; the turn's end with its own, the row as it is",
+    );
+    const editorRows = editor.frames.filter((f) => f.event === 'conversation.updated' && f.conversation_id === id);
+    assert.deepEqual(
+      editorRows.map((f) => [f.source, rowOf(f).state]),
+      [
+        ['ws', 'running'],
+        ['ws', 'idle'],
+      ],
+    );
+  } finally {
+    bot.close();
+    editor.close();
   }
 });
 

@@ -2,7 +2,7 @@ import type { Agent } from '../../agent/agent';
 import { ConversationActivity } from '../../agent/conversation-activity';
 import type { ServiceEvent } from '../../protocol';
 import type { Store } from '../../store';
-import { announceConversation } from '../conversation-updates';
+import { announceActivity, announceConversation } from '../conversation-updates';
 import { commandOf } from '../dispatcher';
 import { EventHub } from '../event-hub';
 import { newSessionId, type ClientSession } from '../session';
@@ -31,7 +31,7 @@ export interface PracticeAnnouncements {
  */
 export async function runPracticeTurn(twinOf: (announce: PracticeAnnouncements) => Agent, store: Store, frame: (event: ServiceEvent) => unknown, signal: AbortSignal): Promise<string> {
   const events = new EventHub();
-  const activity: ConversationActivity = new ConversationActivity((conversationId) => announceConversation({ events, store, activity }, conversationId));
+  const activity: ConversationActivity = new ConversationActivity((conversationId, reply) => announceActivity({ events, store, activity }, conversationId, reply));
   const twin = twinOf({ activity, onActivity: (conversationId, source) => announceConversation({ events, store, activity }, conversationId, source) });
   const session: ClientSession = { id: newSessionId(), source: { kind: 'lan' }, canAnswerPermissions: false, principal: 'access', send: (event) => void frame(event) };
   const leave = events.add(session);

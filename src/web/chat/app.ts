@@ -331,6 +331,9 @@ export class ChatApp {
         return;
       case 'conversation.deleted':
         return this.deleted(event.conversation_id, event.by);
+      case 'turn.undone':
+        if (event.undone && event.message_id && event.conversation_id === this.current) this.undo.undone(event.message_id);
+        return;
       case 'editor.new_conversation':
         return this.newChat();
       case 'editor.add_context':

@@ -45,9 +45,19 @@ export class UndoView {
     for (const turn of answer.data.turns) this.offer(conversationId, turn);
   }
 
+  /** Another client undid the turn of this reply (`turn.undone`): marked as a reload would show it. */
+  undone(messageId: string): void {
+    const reply = this.replyOf(messageId);
+    if (reply) markUndone(reply);
+  }
+
+  private replyOf(messageId: string): HTMLElement | null {
+    return this.options.list.querySelector<HTMLElement>(`.message.assistant[data-message-id="${CSS.escape(messageId)}"]`);
+  }
+
   private offer(conversationId: string, turn: TurnChanges): void {
     if (!turn.message_id || turn.files === 0) return;
-    const reply = this.options.list.querySelector<HTMLElement>(`.message.assistant[data-message-id="${CSS.escape(turn.message_id)}"]`);
+    const reply = this.replyOf(turn.message_id);
     if (!reply) return;
     if (turn.undone) return markUndone(reply);
     if (reply.querySelector(':scope > .undo-turn')) return;

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
 import { bindAttachments, insertAttachment, keyIsPersons, usageOp, type BlobRef, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
@@ -15,7 +15,7 @@ import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
-import { instructionsFingerprint, type InstructionFileInfo } from './prompt/instruction-files';
+import { InstructionsFingerprints, type InstructionFileInfo } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
 import { endsTurn, type PermissionGate } from './permissions';
@@ -223,8 +223,8 @@ export class Agent {
   private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
-  /** The key of the instruction files' fingerprints (instructionsFingerprint): this service's, for this run. */
-  private readonly fingerprintKey = randomBytes(32);
+  /** The instruction files' fingerprints (list_instructions', turn.ended's), under this service's key for this run. */
+  private readonly fingerprints = new InstructionsFingerprints();
   /** Stops the service's warm-up and its practice turn, if they run (endsWarmUp): a turn of this agent began. */
   private practiceStop: AbortController | undefined;
   /** A turn (or another queued job: a compaction) has begun since the agent was made (endsWarmUp). */
@@ -260,7 +260,7 @@ export class Agent {
     this.requireConversation(conversationId, source);
     const rows = await this.history.rows(conversationId);
     const files = await this.context.filesInForce(rows, this.recordedArea(conversationId)?.roots);
-    return { files: files.map(({ text: _text, ...info }) => info), fingerprint: instructionsFingerprint(files, this.fingerprintKey) };
+    return { files: files.map(({ text: _text, ...info }) => info), fingerprint: this.fingerprints.of(files) };
   }
 
   /**
@@ -772,9 +772,9 @@ export class Agent {
    */
   private async instructionsAfter(conversationId: string, instructions: TurnInstructions, files: TurnFiles, area: ToolArea | undefined): Promise<string | undefined> {
     if (instructions.files === undefined) return undefined;
-    if (!files.changed) return instructionsFingerprint(instructions.files, this.fingerprintKey);
+    if (!files.changed) return this.fingerprints.of(instructions.files);
     try {
-      return instructionsFingerprint(await this.context.filesInForce(await this.history.rows(conversationId), this.recordedArea(conversationId)?.roots ?? area?.roots), this.fingerprintKey);
+      return this.fingerprints.of(await this.context.filesInForce(await this.history.rows(conversationId), this.recordedArea(conversationId)?.roots ?? area?.roots));
     } catch {
       return undefined;
     }

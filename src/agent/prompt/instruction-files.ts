@@ -265,7 +265,7 @@ export class InstructionFiles {
  * `key` (the service's own, random at each start): clients that see it but not the words (a webhook
  * account, a password user) cannot confirm a guess of them offline.
  */
-export function instructionsFingerprint(files: readonly InstructionFile[], key: Uint8Array): string {
+function instructionsFingerprint(files: readonly InstructionFile[], key: Uint8Array): string {
   const entries = files.map((file) => JSON.stringify([file.scope, file.path, file.bytes, file.cut, file.text])).sort();
   return createHmac('sha256', key).update(entries.join('\n')).digest('base64url').slice(0, 16);
 }

@@ -9,12 +9,12 @@
 // (V8's profiler, samples placed in a turn's phase by their time; PROFILE_TOP functions each).
 // `npx tsx bench/turn-timeline.ts` (TURNS, WARM; ROOT=<another worktree>: its service, e.g. main's).
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
-import { Session } from 'node:inspector';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import type { Service as ServiceClass } from '../src/service';
 import { instantProvider } from './agent';
+import { startProfiler, type CpuProfile } from './stall-trace';
 import { fmt, mainThreadCpuMs } from './util';
 
 interface Stamp {
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
       if (keep) rows.push(marks);
     };
     for (let i = 0; i < Number(process.env.WARM ?? 300); i++) await turn(false);
-    const profiler = process.env.PROFILE ? await startProfile() : undefined;
+    const profiler = process.env.PROFILE ? await startProfiler(100) : undefined;
     for (let i = 0; i < turns; i++) await turn(true);
     const profile = profiler ? await profiler() : undefined;
     const phases: Array<[string, string, string]> = [
@@ -157,28 +157,6 @@ async function main(): Promise<void> {
 }
 
 void main();
-
-interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; columnNumber: number } }[];
-  startTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** Starts V8's sampling profiler on the main thread (100 us); the returned function stops it and gives the profile. */
-async function startProfile(): Promise<() => Promise<CpuProfile>> {
-  const session = new Session();
-  session.connect();
-  const post = (method: string, params: object = {}) => new Promise<unknown>((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
-  await post('Profiler.enable');
-  await post('Profiler.setSamplingInterval', { interval: 100 });
-  await post('Profiler.start');
-  return async () => {
-    const { profile } = (await post('Profiler.stop')) as { profile: CpuProfile };
-    session.disconnect();
-    return profile;
-  };
-}
 
 /**
  * Self time a turn by function within each phase: each sample is placed in the turn's phase its time falls

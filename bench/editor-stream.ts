@@ -36,25 +36,30 @@ const kindOf = (m) => m.t === 'event' ? 'event ' + m.event.event : m.t === 'sess
   await api.hosting.service.ready;
   const worker = api.hosting.service.worker;
   let counting = false;
-  const counts = { in: {}, out: {}, posts: 0, postBytes: 0, postKinds: {} };
+  const counts = { in: {}, batched: {}, out: {}, posts: 0, postBytes: 0, postKinds: {} };
   const add = (table, key) => { table[key] = (table[key] || 0) + 1; };
-  worker.on('message', (m) => { if (counting) add(counts.in, kindOf(m)); });
+  // A batch (TickBatch) is one crossing, one post: counted so, and what it carried by kind.
+  const unbatched = (m) => (m.t === 'batch' || m.kind === 'batch') && Array.isArray(m.messages) ? m.messages : [m];
+  worker.on('message', (m) => { if (!counting) return; add(counts.in, kindOf(m)); if (m.t === 'batch') for (const one of m.messages) add(counts.batched, kindOf(one)); });
   const post = worker.postMessage.bind(worker);
   worker.postMessage = (m, ...rest) => { if (counting) add(counts.out, kindOf(m)); return post(m, ...rest); };
   const view = await vscode.testing.openView('remoteAssistant.chat');
   let waiting = new Map();
   let conversation;
   let followed = false;
-  view.webview.postMessage = async (message) => {
+  view.webview.postMessage = async (posted) => {
     if (counting) {
       counts.posts += 1;
-      counts.postBytes += JSON.stringify(message).length;
-      add(counts.postKinds, message.kind === 'event' ? 'event ' + message.event.event : message.kind);
+      counts.postBytes += JSON.stringify(posted).length;
+      add(counts.postKinds, posted.kind === 'event' ? 'event ' + posted.event.event : posted.kind);
     }
+    for (const message of unbatched(posted)) take(message);
+    return true;
+  };
+  const take = (message) => {
     if (message.kind === 'response' && waiting.has(message.envelope.id)) { waiting.get(message.envelope.id)(message.envelope); waiting.delete(message.envelope.id); }
     if (message.kind === 'event' && message.event.event === 'turn.ended' && waiting.has('ended')) { waiting.get('ended')(); waiting.delete('ended'); }
     if (message.kind === 'event' && !conversation && message.event.conversation_id) conversation = message.event.conversation_id;
-    return true;
   };
   view.webview.fromUi({ kind: 'ready' });
   let next = 0;
@@ -95,7 +100,7 @@ const kindOf = (m) => m.t === 'event' ? 'event ' + m.event.event : m.t === 'sess
 `;
 
 interface Run {
-  counts: { in: Record<string, number>; out: Record<string, number>; posts: number; postBytes: number; postKinds: Record<string, number> };
+  counts: { in: Record<string, number>; batched: Record<string, number>; out: Record<string, number>; posts: number; postBytes: number; postKinds: Record<string, number> };
   cpu: number;
   alloc: { ours: number; double: number; other: number; ourSites: Record<string, number> };
 }
@@ -132,6 +137,7 @@ async function main(): Promise<void> {
         const total = (t: Record<string, number>) => Object.values(t).reduce((a, b) => a + b, 0);
         console.log(`round ${round + 1} ${name} (${tree}), per message of ${pieces} pieces, load ${fmt(loadavg()[0]!, 1)}:`);
         console.log(`  port in ${per(total(run.counts.in))}: ${table(run.counts.in)}`);
+        if (Object.keys(run.counts.batched).length) console.log(`  carried in batches ${per(total(run.counts.batched))}: ${table(run.counts.batched)}`);
         console.log(`  port out ${per(total(run.counts.out))}: ${table(run.counts.out)}`);
         console.log(`  webview posts ${per(run.counts.posts)} (${per(run.counts.postBytes, 0)} JSON bytes): ${table(run.counts.postKinds)}`);
         console.log(

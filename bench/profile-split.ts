@@ -51,6 +51,7 @@ function main(): void {
   const ms = (us: number) => `${(us / 1000 / per).toFixed(per > 1 ? 2 : 0)} ms`;
   console.log(`self time${per > 1 ? ` per message (${per})` : ''}: ${table(time, ms)}`);
   console.log(`  ours, top: ${table(new Map([...ourTime].sort((a, b) => b[1] - a[1]).slice(0, 10)), ms)}`);
+  longestStretch(cpu, byId);
 
   const heapFile = `${file}.heapprofile`;
   if (!existsSync(heapFile)) return;
@@ -74,6 +75,33 @@ function main(): void {
   const kb = (n: number) => `${(n / 1024 / per).toFixed(1)} KB`;
   console.log(`allocated (sampled, incl. collected)${per > 1 ? ' per message' : ''}: ${table(bytes, kb)}`);
   console.log(`  ours, top: ${table(new Map([...ourBytes].sort((a, b) => b[1] - a[1]).slice(0, 10)), kb)}`);
+}
+
+/** The longest run of samples without an idle one (the loop never free): its length, its self time by owner and its top frames. */
+function longestStretch(cpu: { samples: number[]; timeDeltas: number[] }, byId: Map<number, { callFrame: CallFrame }>): void {
+  let best = { from: 0, to: 0, us: 0 };
+  let from = 0;
+  let us = 0;
+  cpu.samples.forEach((id, i) => {
+    if (ownerOf(byId.get(id)!.callFrame) === 'idle') {
+      from = i + 1;
+      us = 0;
+      return;
+    }
+    us += cpu.timeDeltas[i + 1] ?? 0;
+    if (us > best.us) best = { from, to: i + 1, us };
+  });
+  const owners = new Map<string, number>();
+  const frames = new Map<string, number>();
+  for (let i = best.from; i < best.to; i += 1) {
+    const frame = byId.get(cpu.samples[i]!)!.callFrame;
+    const sampleUs = cpu.timeDeltas[i + 1] ?? 0;
+    owners.set(ownerOf(frame), (owners.get(ownerOf(frame)) ?? 0) + sampleUs);
+    frames.set(where(frame), (frames.get(where(frame)) ?? 0) + sampleUs);
+  }
+  const ms = (n: number) => `${(n / 1000).toFixed(1)} ms`;
+  console.log(`longest stretch without idle: ${ms(best.us)}, ${best.to - best.from} samples: ${table(owners, ms)}`);
+  console.log(`  its top frames: ${table(new Map([...frames].sort((a, b) => b[1] - a[1]).slice(0, 6)), ms)}`);
 }
 
 main();

@@ -1,5 +1,6 @@
 import { KnownSecretsRedactor } from '../log/redact';
 import { DeltaWindow } from '../protocol/delta-window';
+import { TickBatch } from '../protocol/tick-batch';
 import { helloOf, type EditorLookup, type EditorLookupResult, type HostAction, type HostToUi, type ResultOf, type ServiceEvent, type UiToHost, type ViewEvent } from '../protocol';
 import { version as EXTENSION_BUILD } from '../../package.json';
 import type { Backend, ViewChannel } from './backend';
@@ -52,7 +53,16 @@ export class WebviewBridge {
    * thread joined them (review28b: each half was posted as it was).
    */
   private readonly redactor = new KnownSecretsRedactor();
-  private readonly deltas = new DeltaWindow((event) => this.post(this.scrub({ kind: 'event', event })));
+  private readonly deltas = new DeltaWindow((event) => this.outbox.push({ kind: 'event', event }));
+  /**
+   * What this view is sent within one turn of the extension host's loop goes as one post (TickBatch; a
+   * batch of the service thread's port is taken in one task: a chat's end, its reply, row, turn.ended and
+   * response, is one post), each message scrubbed as it goes.
+   */
+  private readonly outbox = new TickBatch<HostToUi>((messages) => {
+    const scrubbed = messages.map((message) => this.scrub(message));
+    this.post(scrubbed.length === 1 ? scrubbed[0] : { kind: 'batch', messages: scrubbed });
+  });
   /** This view's chats still running: their frame id -> conversation (known once the first event names it). */
   private readonly running = new Map<string | number, string | undefined>();
 
@@ -157,7 +167,7 @@ export class WebviewBridge {
   /** Everything else keeps its order after the stream pieces before it. */
   private send(message: HostToUi): void {
     this.deltas.flush();
-    this.post(this.scrub(message));
+    this.outbox.push(message);
   }
 
   /** Known secrets only: chat text is shown as written, so nothing merely credential-shaped is hidden. */
@@ -165,8 +175,10 @@ export class WebviewBridge {
     return this.redactor.redact(message, this.secrets());
   }
 
+  /** What was sent before goes (a view still shown gets it); the stream piece still pending is dropped. */
   dispose(): void {
     this.deltas.dispose();
+    this.outbox.flush();
     this.channel?.dispose();
     this.channel = undefined;
   }

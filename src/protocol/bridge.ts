@@ -107,4 +107,6 @@ export type HostToUi =
   /** A service event for this session (chat.delta, tool.*, permission.*, config.changed...). */
   | { kind: 'event'; event: ViewEvent }
   | { kind: 'state'; state: HostState; detail?: string }
-  | { kind: 'lookup_result'; id: string; result: EditorLookupResult };
+  | { kind: 'lookup_result'; id: string; result: EditorLookupResult }
+  /** Two or more of the others, sent within one turn of the extension's loop: taken in this order (one alone comes as itself). */
+  | { kind: 'batch'; messages: HostToUi[] };

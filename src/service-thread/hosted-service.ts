@@ -55,7 +55,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   /** Measurements of the thread's loop asked to stop, answered in order. */
   private readonly loopFigures: ((figures: LoopFigures | undefined) => void)[] = [];
   /** The messages crossing the port by kind, while Measure Responsiveness runs. */
-  private crossings?: { in: Map<string, number>; out: Map<string, number> };
+  private crossings?: { in: Map<string, number>; out: Map<string, number>; joined: Map<string, number> };
   private starting?: { resolve(address: { host: string; port: number; url: string }): void; reject(error: Error): void };
   /** A listen asked and not yet answered (start()). */
   private startAsked?: Promise<{ host: string; port: number; url: string }>;
@@ -157,9 +157,15 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   }
 
   private listen(readyResolve: () => void, readyReject: (error: Error) => void, asked: number): void {
-    this.worker.on('message', (message: FromThread) => {
-      if (this.crossings) countCrossing(this.crossings.in, message);
+    const receive = (message: FromThread): void => {
       switch (message.t) {
+        case 'batch':
+          // One crossing: its messages are taken in order, in this one task (the chat views post them as one).
+          for (const one of message.messages) {
+            if (this.crossings) countCrossing(this.crossings.joined, one);
+            receive(one);
+          }
+          return;
         case 'config':
           this.config.current = message.config;
           this.config.emit('change', message.fields);
@@ -208,6 +214,10 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
         default:
           return;
       }
+    };
+    this.worker.on('message', (message: FromThread) => {
+      if (this.crossings) countCrossing(this.crossings.in, message);
+      receive(message);
     });
     const died = (error: Error) => {
       if (this.ended) return;
@@ -301,7 +311,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
    * host's), and counts the messages crossing the port meanwhile (each is a task of the extension host's loop).
    */
   startLoopMonitor(): void {
-    this.crossings = { in: new Map(), out: new Map() };
+    this.crossings = { in: new Map(), out: new Map(), joined: new Map() };
     this.post({ t: 'monitor', on: true });
   }
 
@@ -309,7 +319,8 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   async stopLoopMonitor(): Promise<{ figures?: LoopFigures; crossings?: string }> {
     const counted = this.crossings;
     this.crossings = undefined;
-    const crossings = counted && `in ${describeCrossings(counted.in)}; out ${describeCrossings(counted.out)}`;
+    // `in` counts what crossed (a batch once); `batched` what those batches carried, by kind.
+    const crossings = counted && `in ${describeCrossings(counted.in)}; batched ${describeCrossings(counted.joined)}; out ${describeCrossings(counted.out)}`;
     if (this.ended) return { crossings };
     const figures = await new Promise<LoopFigures | undefined>((resolve) => {
       this.loopFigures.push(resolve);

@@ -6,15 +6,25 @@ import { parentPort } from 'node:worker_threads';
 import type { OpenSession } from '../commands/door';
 import { fail, requestIdOf } from '../protocol';
 import { DeltaWindow } from '../protocol/delta-window';
+import { TickBatch } from '../protocol/tick-batch';
 import { Service } from '../service';
 import { applyLanAccess } from '../config/lan-access';
 import { HostCalls } from './host-calls';
 import { LoopMonitor, threadSched } from '../extension/diagnostics';
 import { wallNow, type LoaderMarks } from './start-marks';
-import { toWire, type FromThread, type ThreadStart, type ToThread } from './wire';
+import { toWire, type Batched, type FromThread, type ThreadStart, type ToThread } from './wire';
 
 const port = parentPort!;
-const post = (message: FromThread) => port.postMessage(message);
+/**
+ * The sessions' events and answers cross joined, those of one turn of this loop as one message (TickBatch);
+ * anything else goes alone, after what waits, so the order is the order they were sent in.
+ */
+const batch = new TickBatch<Batched>((messages) => port.postMessage(messages.length === 1 ? messages[0] : ({ t: 'batch', messages } satisfies FromThread)));
+function post(message: FromThread): void {
+  if (message.t === 'event' || message.t === 'response') return batch.push(message);
+  batch.flush();
+  port.postMessage(message);
+}
 
 /**
  * Calls `then` with what the thread is to serve: the first message the editor sends it (`boot`).

@@ -121,6 +121,12 @@ export type ToThread =
   /** A streamed piece of a host call (a model's delta, a retry's wait). */
   | { t: 'piece'; cid: number; delta?: string; retry?: ProviderWait };
 
+/**
+ * What the thread sends in batches (TickBatch: those of one turn of its loop cross as one message, in order):
+ * a session's events and answers, most of the port's traffic while a chat streams.
+ */
+export type Batched = { t: 'event'; sid: number; event: ServiceEvent } | { t: 'response'; rid: number; envelope: Envelope };
+
 /** Service thread -> main thread. */
 export type FromThread =
   | { t: 'begun' }
@@ -135,8 +141,9 @@ export type FromThread =
   | { t: 'lan-done'; rid: number; changed?: boolean; error?: WireError }
   /** The thread's own loop over the measurement (none: it was not measuring). */
   | { t: 'loop-figures'; figures?: LoopFigures }
-  | { t: 'event'; sid: number; event: ServiceEvent }
-  | { t: 'response'; rid: number; envelope: Envelope }
+  | Batched
+  /** Two or more of them, in the order they were sent (one alone crosses as itself). */
+  | { t: 'batch'; messages: Batched[] }
   | { t: 'session-closed'; sid: number }
   | { t: 'call'; cid: number; call: HostCall }
   | { t: 'abort'; cid: number };

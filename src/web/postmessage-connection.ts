@@ -86,6 +86,9 @@ export class PostMessageConnection implements ServiceConnection {
     if (data === null || typeof data !== 'object') return;
     const message = data as HostToUi;
     switch (message.kind) {
+      case 'batch':
+        if (Array.isArray(message.messages)) for (const one of message.messages) this.receive(one);
+        break;
       case 'response':
         this.client.receiveFrame(message.envelope);
         break;

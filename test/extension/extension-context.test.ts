@@ -75,7 +75,8 @@ describe("the editor's context", () => {
       testing.executed.some((e) => e.command === 'remoteAssistant.chat.focus'),
       'the chat view is revealed',
     );
-    const [added] = eventsOf(view, 'editor.add_context');
+    // Posted with what else the view is sent in this task (TickBatch): at the loop's next turn.
+    const added = await waitFor(() => eventsOf(view, 'editor.add_context')[0], 'the chip');
     const selected = 'export function add(a: number, b: number) {\n  return a + b;\n}';
     assert.deepEqual(added?.item, { kind: 'selection', path: 'src/math.ts', range: { start_line: 3, end_line: 5 }, text: selected });
 

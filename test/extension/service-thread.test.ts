@@ -37,6 +37,19 @@ function view(api: Api) {
 /** The service's worker thread (private to HostedService: a test kills it as a crash would). */
 const workerOf = (api: Api) => (api.hosting.service as unknown as { worker: Worker }).worker;
 
+type Crossed = { t: string; sid?: number; event?: ServiceEvent; envelope?: Envelope };
+
+/** What crosses the thread's port to the editor, one entry a message, a batch's each with its crossing's number. */
+function recordCrossings(api: Api) {
+  const crossed: { t: string; sid?: number; event?: string; id?: unknown; crossing: number }[] = [];
+  let crossing = 0;
+  workerOf(api).on('message', (m: Crossed & { messages?: Crossed[] }) => {
+    crossing += 1;
+    for (const one of m.t === 'batch' ? m.messages! : [m]) crossed.push({ t: one.t, sid: one.sid, event: one.event?.event, id: one.envelope?.id, crossing });
+  });
+  return crossed;
+}
+
 describe('the service on its worker thread', () => {
   test("a streamed turn of the editor's language models: every delta crosses, in order, and the reply is whole", async () => {
     const { api } = await harness.activate({ provider: 'vscode', model: 'm' });
@@ -65,8 +78,7 @@ describe('the service on its worker thread', () => {
         words.map((t) => new LanguageModelTextPart(t)),
       ),
     ];
-    const crossed: { t: string; sid?: number; event?: string; id?: unknown }[] = [];
-    workerOf(api).on('message', (m: { t: string; sid?: number; event?: ServiceEvent; envelope?: Envelope }) => crossed.push({ t: m.t, sid: m.sid, event: m.event?.event, id: m.envelope?.id }));
+    const crossed = recordCrossings(api);
     const v = view(api);
     v.channel.send({ type: 'chat', message: 'hi', id: 'c1', stream: true });
     const answer = await v.answer('c1');
@@ -75,7 +87,7 @@ describe('the service on its worker thread', () => {
     assert.equal(deltas.map((d) => d.delta).join(''), words.join(''), 'nothing lost, in order');
     const pieces = crossed.filter((m) => m.event === 'chat.delta');
     assert.equal(pieces.length, deltas.length);
-    assert.ok(pieces.length < words.length, `${pieces.length} crossings for ${words.length} pieces`);
+    assert.ok(new Set(pieces.map((p) => p.crossing)).size < words.length, `${pieces.length} crossings for ${words.length} pieces`);
     const lastPiece = crossed.lastIndexOf(pieces.at(-1)!);
     assert.ok(crossed.findIndex((m) => m.t === 'response' && m.id === 'c1') > lastPiece, 'the last piece crossed before the answer');
     // The editor's own session (commands, prompts) hears no chat's pieces nor its conversation's updates: one session each.
@@ -84,6 +96,31 @@ describe('the service on its worker thread', () => {
       const sids = new Set(crossed.filter((m) => m.event === kind).map((m) => m.sid));
       assert.equal(sids.size, 1, `${kind} crossed for sessions ${[...sids].join(', ')}`);
     }
+    v.channel.dispose();
+  });
+
+  test("a chat's end crosses the port as one message: its reply, the conversation's row, turn.ended and the answer, in the order sent", async () => {
+    const { api } = await harness.activate({ provider: 'vscode', model: 'm' });
+    testing.chatModels = [fakeModel('m', [new LanguageModelTextPart('a reply')])];
+    const crossed = recordCrossings(api);
+    const v = view(api);
+    v.channel.send({ type: 'chat', message: 'hi', id: 'c1', stream: true });
+    await v.answer('c1');
+    await waitFor(() => v.events.some((e) => e.event === 'turn.ended'), 'the turn to end');
+    // What the view's session heard, as it heard it: the same events in the same order as they crossed.
+    const heard = crossed.filter((m) => m.sid !== undefined || m.id === 'c1');
+    assert.deepEqual(
+      heard.filter((m) => m.t === 'event').map((m) => m.event),
+      v.events.map((e) => e.event),
+    );
+    // After the reply's last piece: the reply, its row, turn.ended, then the answer, all in one crossing.
+    const answer = heard.findIndex((m) => m.id === 'c1');
+    const end = heard.slice(heard.findLastIndex((m) => m.event === 'chat.delta') + 1, answer + 1);
+    assert.deepEqual(end.map((m) => m.event ?? m.t).sort(), ['chat.message', 'conversation.updated', 'response', 'turn.ended'], JSON.stringify(heard));
+    assert.equal(end.at(-1)!.t, 'response', 'the answer after the events before it');
+    assert.equal(new Set(end.map((m) => m.crossing)).size, 1, `the chat's end crossed as ${JSON.stringify(end)}`);
+    const crossings = new Set(heard.map((m) => m.crossing)).size;
+    assert.ok(crossings < heard.length, `${heard.length} messages in ${crossings} crossings`);
     v.channel.dispose();
   });
 

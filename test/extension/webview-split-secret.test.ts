@@ -4,7 +4,7 @@
 // they arrive and scrubs the joined text. The bridge with the `vscode` double; a channel as the thread's.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { installVscodeDouble } from '../helpers/vscode-double';
+import { installVscodeDouble, unbatched } from '../helpers/vscode-double';
 
 installVscodeDouble();
 
@@ -26,7 +26,10 @@ test('a known secret split across two pieces arriving together never reaches the
   sink!.onEvent({ event: 'chat.delta', id: 1, conversation_id: 'c', seq: 2, delta: `${secret.slice(12)} end` });
   sink!.onEvent({ event: 'turn.ended', conversation_id: 'c', outcome: 'answered' });
   bridge.dispose();
-  const deltas = posted.map((m) => (m as { event?: { event?: string; delta?: string } }).event).filter((e) => e?.event === 'chat.delta');
+  const deltas = posted
+    .flatMap(unbatched)
+    .map((m) => (m as { event?: { event?: string; delta?: string } }).event)
+    .filter((e) => e?.event === 'chat.delta');
   const text = deltas.map((e) => e!.delta).join('|');
   assert.ok(!text.includes(secret.slice(0, 12)) && !text.includes(secret.slice(12)), `the webview got: ${text}`);
   assert.match(text, /^key: .+ end$/, 'the rest of the text is shown, in one piece');

@@ -191,12 +191,21 @@ export interface ShownMessage {
   items: string[];
 }
 
+/** A post to a webview as the page takes it: a batch (`{kind: 'batch', messages}`, TickBatch) is its messages, in order. */
+export function unbatched(message: unknown): unknown[] {
+  const batch = message as { kind?: string; messages?: unknown[] } | null;
+  return batch?.kind === 'batch' && Array.isArray(batch.messages) ? batch.messages : [message];
+}
+
 /** A fake webview (view or panel): what the extension posts, and a way to send it UI messages. */
 export class FakeWebview {
   options: Record<string, unknown> = {};
   html = '';
   readonly cspSource = 'vscode-resource:';
+  /** What the page was told, one message each: a batch (`{kind: 'batch'}`, TickBatch) unpacked as the page does. */
   readonly posted: unknown[] = [];
+  /** How many postMessage calls that took (each one of VS Code's RPC messages). */
+  posts = 0;
   private readonly receive = new EventEmitter<unknown>();
   onDidReceiveMessage = this.receive.event;
   asWebviewUri(uri: Uri): Uri {
@@ -206,7 +215,8 @@ export class FakeWebview {
   onPost: ((message: unknown) => void) | undefined;
   async postMessage(message: unknown): Promise<boolean> {
     // What crosses postMessage is structured-cloned: keep a copy, as the webview would see it.
-    this.posted.push(structuredClone(message));
+    this.posts += 1;
+    this.posted.push(...unbatched(structuredClone(message)));
     this.onPost?.(structuredClone(message));
     return true;
   }

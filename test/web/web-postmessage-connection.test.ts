@@ -45,3 +45,27 @@ test('the service stopping fails the requests still waiting, and the connection 
   deliver({ kind: 'response', envelope: { status: 'ok', data: { cancelled: false }, id: 'chat-1' } });
   assert.deepEqual(await again, { status: 'ok', data: { cancelled: false }, id: 'chat-1' });
 });
+
+test("a batch of the extension's posts is taken in its order: the events before the response that follows them", async () => {
+  const { connection, posted, deliver } = webview();
+  const heard: string[] = [];
+  connection.onEvent((event) => heard.push(event.event));
+  const answer = connection.request({ type: 'list_tools' });
+  const sent = posted.at(-1) as { frame: { id: string } };
+  void answer.then(() => heard.push('response'));
+  deliver({
+    kind: 'batch',
+    messages: [
+      { kind: 'event', event: { event: 'config.changed', fields: ['model'] } },
+      { kind: 'event', event: { event: 'turn.ended', conversation_id: 'c', source: 'editor', outcome: 'answered' } },
+      { kind: 'response', envelope: { status: 'ok', data: { tools: [] }, id: sent.frame.id } },
+      { kind: 'state', state: 'running' },
+    ],
+  });
+  assert.deepEqual(heard, ['config.changed', 'turn.ended'], 'the events at once, in order');
+  await answer;
+  assert.deepEqual(heard, ['config.changed', 'turn.ended', 'response']);
+  assert.equal(connection.state.state, 'open', 'the state inside the batch applied');
+  // Not a batch's shape: ignored, as any unknown message.
+  deliver({ kind: 'batch', messages: 'no' });
+});

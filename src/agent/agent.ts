@@ -726,7 +726,7 @@ export class Agent {
       // write (a full disk owes records): at the check phase. Stamped once durable, with the turn's ms, and
       // held: its file write is made by the logger's next line written or a moment later with the lines held
       // meanwhile (file-logger.ts HELD_LINE_MS), not between the durable point and the answer, nor in the next
-      // turns' fdatasyncs.
+      // turns' fdatasync waits.
       let answered: PreparedLine | undefined;
       let over = false;
       const prepare = () => {

@@ -12,9 +12,8 @@ export const MAX_LOG_LINE_BYTES = 256 * 1024;
 /**
  * How long a held line (PreparedLine's `hold`) waits at most for the next line written to go with it: in a
  * run of turns, the turns' lines of this long are written together, in one write, by this timer. Not by the
- * next prepare: a turn prepares its line while its reply's fdatasync runs, and a write to the log then (or
- * anywhere between two of the journal's syncs) puts the log's inode in the commit the next sync waits for
- * (ext4's journal: s34, path34 in docs/design.md).
+ * next prepare: a turn prepares its line while its reply's fdatasync runs, and a write made then (on the loop's
+ * thread) lengthened that wait's work, which is as long as the sync in many turns (s34, path34 in docs/design.md).
  */
 export const HELD_LINE_MS = 100;
 

@@ -26,7 +26,7 @@ export interface Logger {
  * A prepared line's write (Logger.prepare): stamped when called, with `late` numbers at its end. With
  * `hold`, its file write waits for the logger's next line written, a flush, or a short while (file-logger.ts
  * HELD_LINE_MS), the lines held meanwhile written together: off the path between its caller's durable point
- * and its answer, and out of the next turns' fdatasyncs; its order among the log's lines is kept.
+ * and its answer, and out of the next turns' fdatasync waits; its order among the log's lines is kept.
  */
 export type PreparedLine = (late?: Record<string, number>, hold?: boolean) => void;
 

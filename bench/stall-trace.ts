@@ -146,8 +146,8 @@ function threadsCpuMs(): Map<string, number> {
   return byName;
 }
 
-interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
+export interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number }; children?: number[] }[];
   startTime: number;
   samples: number[];
   timeDeltas: number[];
@@ -160,11 +160,11 @@ function inspectorSession(): { session: Session; post: (method: string, params?:
   return { session, post: (method, params) => new Promise((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result)))) };
 }
 
-/** Starts V8's sampling profiler in this process (RA_STALL_PROFILE=1); its samples use the clock of process.hrtime. */
-export async function startProfiler(): Promise<() => Promise<CpuProfile>> {
+/** Starts V8's sampling profiler in this process (RA_STALL_PROFILE=1; every `intervalUs`); its samples use the clock of process.hrtime. */
+export async function startProfiler(intervalUs = 250): Promise<() => Promise<CpuProfile>> {
   const { post, session } = inspectorSession();
   await post('Profiler.enable');
-  await post('Profiler.setSamplingInterval', { interval: 250 });
+  await post('Profiler.setSamplingInterval', { interval: intervalUs });
   await post('Profiler.start');
   return async () => {
     const { profile } = (await post('Profiler.stop')) as { profile: CpuProfile };

@@ -3,7 +3,10 @@
 // model is asked, where the journal's write and fdatasync start and end (FileHandle.prototype patched:
 // on the main thread only the journal calls datasync), and where the turn's promise settles. Printed:
 // the median of each phase (wall), so the work done after the fdatasync (on the turn's critical path) is
-// told from the work done while it runs, and the main thread's CPU a turn (its schedstat).
+// told from the work done while it runs, and the main thread's CPU a turn (its schedstat); also how long
+// the main thread spends in each hand-off to libuv's pool (the write's and the fdatasync's calls, until
+// they return). PROFILE=1: the main thread's sampled self time a turn by function within each phase
+// (V8's profiler, samples placed in a turn's phase by their time; PROFILE_TOP functions each).
 // `npx tsx bench/turn-timeline.ts` (TURNS, WARM; ROOT=<another worktree>: its service, e.g. main's).
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,6 +14,7 @@ import { join, resolve } from 'node:path';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import type { Service as ServiceClass } from '../src/service';
 import { instantProvider } from './agent';
+import { startProfiler, type CpuProfile } from './stall-trace';
 import { fmt, mainThreadCpuMs } from './util';
 
 interface Stamp {
@@ -18,7 +22,12 @@ interface Stamp {
   cpu: number;
 }
 
-const stamp = (): Stamp => ({ at: performance.now(), cpu: mainThreadCpuMs() });
+// The schedstat's read (a file read) before the start's time and after the end's: not in the turn's wall.
+const started = (): Stamp => {
+  const cpu = mainThreadCpuMs();
+  return { at: performance.now(), cpu };
+};
+const ended = (): Stamp => ({ at: performance.now(), cpu: mainThreadCpuMs() });
 
 async function main(): Promise<void> {
   const turns = Number(process.env.TURNS ?? 1000);
@@ -39,7 +48,9 @@ async function main(): Promise<void> {
     const n = ++writes;
     mark(`write${n}`);
     try {
-      return await write.apply(this, args);
+      const written = write.apply(this, args) as Promise<unknown>;
+      mark(`handed${n}`);
+      return await written;
     } finally {
       mark(`written${n}`);
     }
@@ -47,6 +58,7 @@ async function main(): Promise<void> {
   proto.datasync = async function (this: unknown) {
     mark('sync');
     const synced = datasync.call(this);
+    mark('syncHanded');
     // The loop's next check phase: the main thread's own work in the fdatasync's wait (the journal's
     // syncAsked: the statements applied, the reply's event and log line) is done by then. A completion
     // that came meanwhile is seen at the next poll, right after: `idle -> synced` near zero.
@@ -71,17 +83,19 @@ async function main(): Promise<void> {
     let conversationId: string | undefined;
     const rows: Array<Record<string, Stamp>> = [];
     const turn = async (keep: boolean) => {
-      marks = { start: stamp() };
+      marks = { start: started() };
       writes = 0;
       const out = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } }, (e) => {
         if (e.event === 'chat.message' && e.message.role === 'assistant') mark('replyEvent');
       });
-      marks.end = stamp();
+      marks.end = ended();
       conversationId = out.conversation_id;
       if (keep) rows.push(marks);
     };
     for (let i = 0; i < Number(process.env.WARM ?? 300); i++) await turn(false);
+    const profiler = process.env.PROFILE ? await startProfiler(100) : undefined;
     for (let i = 0; i < turns; i++) await turn(true);
+    const profile = profiler ? await profiler() : undefined;
     const phases: Array<[string, string, string]> = [
       ['called -> user message write starts', 'start', 'write1'],
       ['its write', 'write1', 'written1'],
@@ -93,6 +107,9 @@ async function main(): Promise<void> {
       ['fdatasync done -> reply event', 'synced', 'replyEvent'],
       ['reply event -> turn settles', 'replyEvent', 'end'],
       ['whole turn', 'start', 'end'],
+      ['user message write: the call (hand-off)', 'write1', 'handed1'],
+      ["reply's write: the call (hand-off)", 'write2', 'handed2'],
+      ['fdatasync: the call (hand-off)', 'sync', 'syncHanded'],
     ];
     const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * q)];
     const median = (xs: number[]) => quantile(xs, 0.5);
@@ -119,6 +136,18 @@ async function main(): Promise<void> {
     );
     // The schedstat moves at the scheduler's ticks: told over the whole turn only.
     console.log(`  main thread CPU a turn (mean)        ${fmt(complete.reduce((sum, r) => sum + r.end.cpu - r.start.cpu, 0) / complete.length, 3)} ms`);
+    if (profile) {
+      const spans: Array<[string, string, string]> = [
+        ['called -> user message write starts', 'start', 'write1'],
+        ['its write starts -> model asked', 'write1', 'asked'],
+        ['model asked -> reply write starts', 'asked', 'write2'],
+        ['reply write starts -> fdatasync starts', 'write2', 'sync'],
+        ["fdatasync's wait, main thread busy", 'sync', 'idle'],
+        ["fdatasync's wait, after", 'idle', 'synced'],
+        ['fdatasync done -> turn settles', 'synced', 'end'],
+      ];
+      printPhaseProfile(profile, complete, spans, Number(process.env.PROFILE_TOP ?? 12));
+    }
   } finally {
     proto.datasync = datasync;
     proto.write = write;
@@ -128,3 +157,41 @@ async function main(): Promise<void> {
 }
 
 void main();
+
+/**
+ * Self time a turn by function within each phase: each sample is placed in the turn's phase its time falls
+ * in (the profiler's clock is the monotonic one performance.now() counts from timeOrigin on: microseconds
+ * since an offset read once).
+ */
+function printPhaseProfile(profile: CpuProfile, turns: Array<Record<string, Stamp>>, phases: Array<[string, string, string]>, top: number): void {
+  const offset = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
+  const us = (stamp: Stamp) => stamp.at * 1000 + offset;
+  const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+  const name = (id: number) => {
+    const frame = frames.get(id)!;
+    return `${frame.functionName || '(anonymous)'} ${frame.url.replace(/.*\/(src|node_modules|bench)\//, '$1/')}${frame.url ? `:${frame.columnNumber}` : ''}`;
+  };
+  const byPhase = new Map<string, Map<string, number>>();
+  let at = profile.startTime;
+  let turn = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i];
+    const weight = profile.timeDeltas[i + 1] ?? 0;
+    while (turn < turns.length && us(turns[turn].end) < at) turn++;
+    if (turn >= turns.length) break;
+    const marks = turns[turn];
+    const phase = phases.find(([, from, to]) => us(marks[from]) <= at && at < us(marks[to]));
+    if (!phase) continue;
+    const counts = byPhase.get(phase[0]) ?? new Map<string, number>();
+    byPhase.set(phase[0], counts);
+    const fn = name(profile.samples[i]);
+    counts.set(fn, (counts.get(fn) ?? 0) + weight);
+  }
+  for (const [phase] of phases) {
+    const counts = byPhase.get(phase);
+    if (!counts) continue;
+    const busy = [...counts].filter(([fn]) => !fn.startsWith('(idle)')).reduce((sum, [, t]) => sum + t, 0);
+    console.log(`  ${phase}: sampled ${fmt(busy / turns.length, 1)} us a turn not idle; self, us a turn:`);
+    for (const [fn, t] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`    ${fmt(t / turns.length, 1).padStart(6)}  ${fn}`);
+  }
+}

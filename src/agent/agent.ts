@@ -724,8 +724,9 @@ export class Agent {
       // alone resolves it before the next batch that will sync it is written), not during the write (the check
       // phase), where work longer than the write's round trip would delay the fdatasync. Without a known
       // write (a full disk owes records): at the check phase. Stamped once durable, with the turn's ms, and
-      // held: its file write is made by the logger's next line or prepare (the next turn's, during its
-      // fdatasync) or a moment later (file-logger.ts HELD_LINE_MS), not between the durable point and the answer.
+      // held: its file write is made by the logger's next line written or a moment later with the lines held
+      // meanwhile (file-logger.ts HELD_LINE_MS), not between the durable point and the answer, nor in the next
+      // turns' fdatasync waits.
       let answered: PreparedLine | undefined;
       let over = false;
       const prepare = () => {

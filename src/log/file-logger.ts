@@ -10,8 +10,10 @@ export const DEFAULT_LOG_MAX_FILES = 3;
 /** A line above this size is replaced by a note saying how big it was. */
 export const MAX_LOG_LINE_BYTES = 256 * 1024;
 /**
- * How long a held line (PreparedLine's `hold`) waits at most for the next line or prepare to write it:
- * in a run of turns the next turn's prepare, during its fdatasync, writes it; an idle service's at this.
+ * How long a held line (PreparedLine's `hold`) waits at most for the next line written to go with it: in a
+ * run of turns, the turns' lines of this long are written together, in one write, by this timer. Not by the
+ * next prepare: a turn prepares its line while its reply's fdatasync runs, and a write made then (on the loop's
+ * thread) lengthened that wait's work, which is as long as the sync in many turns (s34, path34 in docs/design.md).
  */
 export const HELD_LINE_MS = 100;
 
@@ -37,6 +39,8 @@ export interface FileLoggerOptions {
   fields?: LogFields;
   /** Lines may be appended synchronously on the loop's thread (RotatingFileOptions.writeOnLoop; default true). */
   writeOnLoop?: boolean;
+  /** How long a held line waits at most (ms; default HELD_LINE_MS). */
+  holdMs?: number;
 }
 
 /** What a FileLogger and its children share: one file, one redactor, one level. */
@@ -46,14 +50,16 @@ class LogCore {
   readonly file: RotatingFile;
   readonly mirror: NodeJS.WritableStream | null;
   readonly redactor: Redactor;
-  /** Lines stamped and waiting to be written (PreparedLine's `hold`), oldest first. */
-  private held: Array<() => void> = [];
-  /** Writes the held lines HELD_LINE_MS after the first (null: not set). */
+  /** Lines stamped and waiting to be written (PreparedLine's `hold`), oldest first: each gives its text for the file. */
+  private held: Array<() => string> = [];
+  /** Writes the held lines `holdMs` after the first (null: not set). */
   private heldTimer: NodeJS.Timeout | null = null;
+  private readonly holdMs: number;
 
   constructor(options: FileLoggerOptions) {
     this.level = RANK[options.level ?? 'info'];
     this.mirrorLevel = RANK[options.mirrorLevel ?? options.level ?? 'info'];
+    this.holdMs = options.holdMs ?? HELD_LINE_MS;
     this.redactor = options.redactor ?? new Redactor();
     this.mirror = options.mirror === true ? process.stderr : options.mirror || null;
     this.file = new RotatingFile(options.file, {
@@ -75,13 +81,11 @@ class LogCore {
   /**
    * One line: its fields merged, redacted and serialized now, stamped and written when the returned
    * function is called (Logger.prepare), `late` numbers then added at its end; with `hold`, stamped then
-   * and written by the next line, the next prepare (its caller waits for something meanwhile), a flush,
-   * or HELD_LINE_MS later, whichever comes first. Undefined when the level is off (or making it failed:
-   * logging must never take the service down). Held lines are written first: a prepare is made while
-   * its caller waits.
+   * and written by the next line written (not held), a flush, or HELD_LINE_MS after the first line held,
+   * whichever comes first, together with the lines held before it in one write (in order). Undefined when
+   * the level is off (or making it failed: logging must never take the service down).
    */
   prepare(level: LogLevel, event: string, base: LogFields | undefined, fields: LogFields | undefined): PreparedLine | undefined {
-    if (this.held.length > 0) this.release();
     const rank = RANK[level];
     const toFile = rank >= this.level;
     const toMirror = this.mirror !== null && rank >= this.mirrorLevel;
@@ -94,7 +98,8 @@ class LogCore {
       const named = this.redactor.redactText(String(event));
       // Without `time`, which is first in the line and taken when it is written (or held).
       const rest = JSON.stringify(recordOf({ level, event: named }, clean));
-      const write = (stamp: number, late: Record<string, number> | undefined) => {
+      // The line's text for the file ('' when it goes only to the mirror, or failed); the mirror's is written now.
+      const text = (stamp: number, late: Record<string, number> | undefined): string => {
         try {
           // An ISO time is JSON as it is (digits, '-', ':', '.', 'T', 'Z', '+'); isoTime keeps its minute's text.
           const time = isoTime(stamp);
@@ -102,37 +107,49 @@ class LogCore {
           const added = late ? this.redactor.redactFields(Object.fromEntries(Object.entries(late).filter(([key]) => !(key in clean)))) : undefined;
           const tail = added ? JSON.stringify(recordOf({}, added)) : '{}';
           const line = `{"time":"${time}",${tail === '{}' ? rest.slice(1) : `${rest.slice(1, -1)},${tail.slice(1)}`}`;
-          if (toFile) this.file.write(serializeLine(line, time, level, named));
           if (toMirror) this.writeMirror(new Date(stamp), level, named, added ? { ...clean, ...added } : clean);
+          return toFile ? serializeLine(line, time, level, named) : '';
         } catch {
           // Logging must never take the service down.
+          return '';
         }
       };
       return (late, hold) => {
         const stamp = Date.now();
-        if (hold) return this.hold(() => write(stamp, late));
-        if (this.held.length > 0) this.release();
-        write(stamp, late);
+        if (hold) return this.hold(() => text(stamp, late));
+        this.writeFile(this.heldText() + text(stamp, late));
       };
     } catch {
       return undefined;
     }
   }
 
-  /** Writes the held lines now, oldest first. */
+  /** Writes the held lines now, oldest first, in one write. */
   release(): void {
-    const lines = this.held;
-    this.held = [];
-    for (const write of lines) write();
+    this.writeFile(this.heldText());
   }
 
-  private hold(write: () => void): void {
-    this.held.push(write);
+  /** The held lines' text, oldest first (none held: ''); they are no longer held. */
+  private heldText(): string {
+    if (this.held.length === 0) return '';
+    const lines = this.held;
+    this.held = [];
+    let text = '';
+    for (const line of lines) text += line();
+    return text;
+  }
+
+  private writeFile(text: string): void {
+    if (text.length > 0) this.file.write(text);
+  }
+
+  private hold(line: () => string): void {
+    this.held.push(line);
     // One timer for a run of held lines, not one each: when it fires, what is held then is written.
     this.heldTimer ??= setTimeout(() => {
       this.heldTimer = null;
       this.release();
-    }, HELD_LINE_MS).unref();
+    }, this.holdMs).unref();
   }
 
   private writeMirror(time: Date, level: LogLevel, event: string, fields: Record<string, unknown>): void {

@@ -24,9 +24,9 @@ export interface Logger {
 
 /**
  * A prepared line's write (Logger.prepare): stamped when called, with `late` numbers at its end. With
- * `hold`, its file write waits for the logger's next line or prepare, or a short while (file-logger.ts
- * HELD_LINE_MS), so a caller whose next work waits anyway (the next turn's fdatasync) writes it then, off
- * the path between its durable point and its answer; its order among the log's lines is kept.
+ * `hold`, its file write waits for the logger's next line written, a flush, or a short while (file-logger.ts
+ * HELD_LINE_MS), the lines held meanwhile written together: off the path between its caller's durable point
+ * and its answer, and out of the next turns' fdatasync waits; its order among the log's lines is kept.
  */
 export type PreparedLine = (late?: Record<string, number>, hold?: boolean) => void;
 

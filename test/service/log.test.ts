@@ -87,10 +87,11 @@ describe('FileLogger', () => {
     assert.match(mirrored, /chat\.answered .*ms=7/);
   });
 
-  test('a held line (PreparedLine hold) is stamped when called and written by the next line, the next prepare, a flush, or its timer, in order', async () => {
+  test('a held line (PreparedLine hold) is stamped when called and written by the next line, a flush, a close or its timer, in order; never by a prepare', async () => {
     const dir = await tempDir();
     const file = join(dir, 'service.log');
-    const logger = FileLogger.inDataDir(dir, { level: 'info' });
+    // A long hold: here only the next line, a flush or a close write a held line (the timer: below).
+    const logger = FileLogger.inDataDir(dir, { level: 'info', holdMs: 60_000 });
     const child = logger.child({ conversation: 'c1' });
     logger.info('opened');
     await logger.flush(); // the file is open: a line is written at once from now on
@@ -110,24 +111,37 @@ describe('FileLogger', () => {
     assert.equal(lines[1]!.ms, 1);
     assert.ok(Date.parse(lines[1]!.time as string) < early + 5, 'stamped when held, not when written');
 
-    // The next prepare (made while its caller waits) writes it, before that line's own write.
+    // A prepare writes none (its caller waits for an fdatasync then: a write to the log would join that
+    // sync's commit); the lines held meanwhile are written with the next line, in order.
     child.prepare?.('info', 'answered.2', {})?.({ ms: 2 }, true);
     const third = child.prepare?.('info', 'answered.3', {});
-    assert.deepEqual((await events()).slice(3), ['answered.2']);
+    assert.deepEqual((await events()).slice(3), [], 'a prepare writes no held line');
     third?.({ ms: 3 }, true);
-    // A flush writes it.
-    await logger.flush();
-    assert.deepEqual((await events()).slice(3), ['answered.2', 'answered.3']);
+    assert.deepEqual((await events()).slice(3), [], 'both held');
+    logger.info('next.2');
+    assert.deepEqual((await events()).slice(3), ['answered.2', 'answered.3', 'next.2']);
 
-    // Nothing after it: its timer writes it.
+    // A flush writes it.
     child.prepare?.('info', 'answered.4', {})?.(undefined, true);
-    for (let i = 0; i < 500 && !(await events()).includes('answered.4'); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    assert.deepEqual((await events()).slice(3), ['answered.2', 'answered.3', 'answered.4']);
+    await logger.flush();
+    assert.deepEqual((await events()).slice(6), ['answered.4']);
 
     // And a close.
     child.prepare?.('info', 'answered.5', {})?.(undefined, true);
     await logger.close();
-    assert.deepEqual((await events()).slice(3), ['answered.2', 'answered.3', 'answered.4', 'answered.5']);
+    assert.deepEqual((await events()).slice(6), ['answered.4', 'answered.5']);
+
+    // Nothing after them: the timer (HELD_LINE_MS by default) writes the lines held, together, in order.
+    const quickDir = await tempDir();
+    const quick = FileLogger.inDataDir(quickDir, { level: 'info' });
+    quick.info('opened');
+    await quick.flush();
+    quick.prepare?.('info', 'held.1', {})?.(undefined, true);
+    quick.prepare?.('info', 'held.2', {})?.(undefined, true);
+    const quickEvents = async () => (await readLines(join(quickDir, 'service.log'))).map((l) => l.event);
+    for (let i = 0; i < 500 && !(await quickEvents()).includes('held.2'); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(await quickEvents(), ['opened', 'held.1', 'held.2']);
+    await quick.close();
   });
 
   test('drops lines below the minimum level; setLevel changes it for children too', async () => {

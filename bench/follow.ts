@@ -15,8 +15,10 @@
 // hundred sockets on one thread made a scavenge every 20 pieces there, on the followers' side only
 // (`FOLLOW_WS_CLIENTS=1`: ws's client, for comparing). `FOLLOW_SPLIT=1` also prints where the delays go
 // (the service's write of each frame, then the client's read), the spread of the followers' p99s, each
-// thread's garbage collection while the stage streams, and each watcher's slowest pieces with the
-// service's and the clients' thread's waits for a core around them. `FOLLOWER_THREADS=n` spreads the
+// thread's garbage collection while the stage streams, each client thread's time on a core, the
+// service's stop right after a write that wakes a client thread (the sender's, the fan-out's first), and
+// each watcher's slowest pieces with the service's and the clients' thread's waits for a core around them
+// (`FOLLOW_DUMP=<path>` with it: each stage's pieces and writes as JSON). `FOLLOWER_THREADS=n` spreads the
 // followers over n threads (the sender on the first), for comparing (docs/design.md, "Where a
 // follower's delay goes": on 2 cores each thread more takes the core from the others).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -200,6 +202,8 @@ const { readFileSync } = require('node:fs');
 const split = process.env.FOLLOW_SPLIT === '1';
 /** FOLLOW_SPLIT=1: this thread's time so far waiting for a core (schedstat's run_delay, ms), noted at each piece's first read on this thread. */
 const waited = () => Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6;
+/** FOLLOW_SPLIT=1: this thread's time so far on a core (schedstat's run time, ms): what reading its clients costs it. */
+const ran = () => (split ? Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[0]) / 1e6 : NaN);
 const pieceWait = new Float64Array(1024);
 let sampled = 0;
 const DELTA = Buffer.from('"delta":"');
@@ -239,7 +243,7 @@ const state = {};
 
 // FOLLOW_SPLIT=1: this thread's garbage collection pauses while a stage streams (count, total, longest ms).
 const { PerformanceObserver } = require('node:perf_hooks');
-const gc = { count: 0, total: 0, longest: 0, on: false, pauses: [] };
+const gc = { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN };
 if (split)
   new PerformanceObserver((list) => {
     if (!gc.on) return;
@@ -247,8 +251,8 @@ if (split)
   }).observe({ entryTypes: ['gc'] });
 /** This stage's collections (count, total, longest ms; each pause's start and length) and each piece's wait sample; then reset for the next. */
 const gcTaken = () => {
-  const taken = { count: gc.count, total: gc.total, longest: gc.longest, pauses: gc.pauses, waits: Array.from(pieceWait.subarray(0, sampled)) };
-  Object.assign(gc, { count: 0, total: 0, longest: 0, on: false, pauses: [] });
+  const taken = { count: gc.count, total: gc.total, longest: gc.longest, pauses: gc.pauses, waits: Array.from(pieceWait.subarray(0, sampled)), cpu: ran() - gc.ranFrom };
+  Object.assign(gc, { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN });
   sampled = 0;
   return taken;
 };
@@ -270,12 +274,14 @@ async function followersStart({ url, token, followers, conversationId }) {
   }
   for (const w of state.watchers) w.c.armed = true;
   gc.on = true;
+  gc.ranFrom = ran();
   return {};
 }
 
 async function senderStream({ pieces, paceMs, conversationId }) {
   state.sender.armed = true;
   gc.on = true;
+  if (state.watchers === undefined) gc.ranFrom = ran();
   await state.senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
   await state.sender.done;
   state.senderClient.close();
@@ -406,7 +412,7 @@ function traceWrites() {
 
 type Received = { port: number; pieces: [number, number][] };
 /** A thread's collections in a stage; `pauses`: each one's start (the shared clock) and length, ms; `waits`: a client thread's wait for a core (ms so far) at each piece's first read. */
-type Gc = { count: number; total: number; longest: number; pauses: [number, number][]; waits?: number[] };
+type Gc = { count: number; total: number; longest: number; pauses: [number, number][]; waits?: number[]; cpu?: number };
 const gcText = (gc: Gc | undefined) => (gc ? `${gc.count} / ${fmt(gc.total)} / ${fmt(gc.longest)}` : '-');
 
 /** p50 / p99 of some milliseconds, as text. */
@@ -437,6 +443,59 @@ function printSplit(writtenAt: Map<number, Map<number, number>>, sender: Receive
       `slowest follower written ${spread(slowest.map((p) => p.written))}, read after ${spread(slowest.map((p) => p.read))}; ` +
       `each piece's last follower written ${spread(lastWritten)}, its fan-out after the sender's write ${spread(lastWritten.map((w, i) => w - mine[i]!.written))}, ` +
       `last read after the last write ${spread(lastRead.map((r, i) => r - lastWritten[i]!))}`,
+  );
+}
+
+/**
+ * Prints the stops of the service's thread that a client's wake makes in the middle of a fan-out
+ * (docs/design.md "The sender's wake in the fan-out, and the followers' own thread (s34, follow34)"). A
+ * write to a client thread that sleeps wakes it, and on 2 cores the woken thread often takes the service's
+ * core: the service's next write comes late. The followers' thread is woken by the fan-out's first write (if a follower's) and then
+ * reads through the fan-out; the sender's thread sleeps between pieces and is woken at the sender's place,
+ * so its wake stops the fan-out for the followers written after it and never for the sender. Printed: the
+ * gap to the service's next write after the sender's, after the fan-out's first write (a follower's), and
+ * after any other follower's (p50 / p90 / p99 ms); and the row's ratio again with each follower's delay
+ * less the gap after the sender's write on the pieces it was written after the sender (a reading, not the
+ * row: it takes away the stop the bench's sender's client makes, which a sender's own device would not).
+ */
+function printWakeStops(writtenAt: Map<number, Map<number, number>>, sender: Received, followers: Received[]): void {
+  const ports = [...writtenAt.keys()];
+  const [afterSender, afterFirst, afterOthers]: number[][] = [[], [], []];
+  // Each piece: when the sender was written, and how long until the service's next write.
+  const senderStop = new Map<number, [number, number]>();
+  for (const [produced] of sender.pieces) {
+    const writes = ports.map((port) => [writtenAt.get(port)!.get(produced)!, port] as const).sort((a, b) => a[0] - b[0]);
+    for (let i = 0; i + 1 < writes.length; i += 1) {
+      const [at, port] = writes[i]!;
+      const gap = writes[i + 1]![0] - at;
+      if (port === sender.port) (afterSender.push(gap), senderStop.set(produced, [at, gap]));
+      else (i === 0 ? afterFirst : afterOthers).push(gap);
+    }
+  }
+  const spread3 = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return `${fmt(percentile(sorted, 50), 3)} / ${fmt(percentile(sorted, 90))} / ${fmt(percentile(sorted, 99))}`;
+  };
+  const p99 = (values: number[]) =>
+    percentile(
+      [...values].sort((a, b) => a - b),
+      99,
+    );
+  const s99 = p99(sender.pieces.map(([produced, read]) => read - produced));
+  const f99 = Math.max(...followers.map((f) => p99(f.pieces.map(([produced, read]) => read - produced))));
+  const less = Math.max(
+    ...followers.map((f) =>
+      p99(
+        f.pieces.map(([produced, read]) => {
+          const stop = senderStop.get(produced);
+          return read - produced - (stop && writtenAt.get(f.port)!.get(produced)! > stop[0] ? stop[1] : 0);
+        }),
+      ),
+    ),
+  );
+  console.log(
+    `  the service's next write (p50 / p90 / p99 ms) after the sender's ${spread3(afterSender)}, after the fan-out's first (a follower's) ${spread3(afterFirst)}, ` +
+      `after another follower's ${spread3(afterOthers)}; ratio ${fmt(f99 / s99)}, less the stop after the sender's write for those written after it ${fmt(less / s99)}`,
   );
 }
 
@@ -526,6 +585,20 @@ export async function benchFollow(): Promise<Record<string, number>> {
         const serviceGc = trace.gcTaken();
         const written = trace.writtenAt();
         printSplit(written.at, streamed, followed.received);
+        printWakeStops(written.at, streamed, followed.received);
+        // FOLLOW_DUMP=<path>: this stage's pieces (each watcher's [produced, read], each port's writes, each thread's collections) as JSON, to read at leisure.
+        if (process.env.FOLLOW_DUMP)
+          await writeFile(
+            `${process.env.FOLLOW_DUMP}-${followers}.json`,
+            JSON.stringify({
+              sender: streamed,
+              followers: followed.received,
+              written: [...written.at].map(([port, at]) => [port, [...at]]),
+              serviceGc: serviceGc.pauses,
+              followersGc: collected[0]!.gc?.pauses,
+              senderGc: streamed.gc?.pauses,
+            }),
+          );
         const worst = each.reduce((a, b, i) => (percentile(b, 99) > percentile(each[a]!, 99) ? i : a), 0);
         printTail(
           written,
@@ -538,7 +611,7 @@ export async function benchFollow(): Promise<Record<string, number>> {
         const p99s = each.map((mine) => percentile(mine, 99)).sort((a, b) => a - b);
         console.log(
           `  followers' p99s min / median / max ${fmt(p99s[0]!)} / ${fmt(percentile(p99s, 50))} / ${fmt(p99s[p99s.length - 1]!)} ms; ` +
-            `the service's thread's CPU ${fmt(serviceCpuMs, 0)} ms, its wait for a core ${fmt(serviceWaitMs, 0)} ms; gc (count / total / longest ms): service ${gcText(serviceGc)}, sender's own thread ${gcText(streamed.gc)}, followers' thread(s) ${collected.map((c) => gcText(c.gc)).join('; ')}`,
+            `the service's thread's CPU ${fmt(serviceCpuMs, 0)} ms, its wait for a core ${fmt(serviceWaitMs, 0)} ms; the clients' threads' CPU: the sender's ${fmt(streamed.gc?.cpu ?? NaN, 0)} ms, the followers' ${collected.map((c) => fmt(c.gc?.cpu ?? NaN, 0)).join(', ')} ms; gc (count / total / longest ms): service ${gcText(serviceGc)}, sender's own thread ${gcText(streamed.gc)}, followers' thread(s) ${collected.map((c) => gcText(c.gc)).join('; ')}`,
         );
       }
     }

@@ -53,16 +53,14 @@ export class WebviewBridge {
    * thread joined them (review28b: each half was posted as it was).
    */
   private readonly redactor = new KnownSecretsRedactor();
-  private readonly deltas = new DeltaWindow((event) => this.outbox.push({ kind: 'event', event }));
+  private readonly deltas = new DeltaWindow((event) => this.outbox.push(this.scrub({ kind: 'event', event })));
   /**
    * What this view is sent within one turn of the extension host's loop goes as one post (TickBatch; a
    * batch of the service thread's port is taken in one task: a chat's end, its reply, row, turn.ended and
-   * response, is one post), each message scrubbed as it goes.
+   * response, is one post). Each message is scrubbed as it is sent, with the secrets known then: a key the
+   * editor forgets before the batch goes is still taken out of what was sent while it knew it.
    */
-  private readonly outbox = new TickBatch<HostToUi>((messages) => {
-    const scrubbed = messages.map((message) => this.scrub(message));
-    this.post(scrubbed.length === 1 ? scrubbed[0] : { kind: 'batch', messages: scrubbed });
-  });
+  private readonly outbox = new TickBatch<HostToUi>((messages) => this.post(messages.length === 1 ? messages[0] : { kind: 'batch', messages }));
   /** This view's chats still running: their frame id -> conversation (known once the first event names it). */
   private readonly running = new Map<string | number, string | undefined>();
 
@@ -167,7 +165,7 @@ export class WebviewBridge {
   /** Everything else keeps its order after the stream pieces before it. */
   private send(message: HostToUi): void {
     this.deltas.flush();
-    this.outbox.push(message);
+    this.outbox.push(this.scrub(message));
   }
 
   /** Known secrets only: chat text is shown as written, so nothing merely credential-shaped is hidden. */

@@ -13,14 +13,14 @@ installVscodeDouble();
 const secret = 'sk-live-batch-0123456789abcdef';
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
-async function bridged() {
+async function bridged(secrets: () => string[] = () => [secret]) {
   const { WebviewBridge } = await import('../../src/extension/webview-bridge');
   const posted: HostToUi[] = [];
   const own: string[] = [];
   const bridge = new WebviewBridge(
     (message) => posted.push(structuredClone(message)),
     () => undefined,
-    () => [secret],
+    secrets,
     (request) => own.push(request.request_id),
   );
   let sink: { onEvent(event: ServiceEvent): void; onResponse(envelope: Envelope): void } | undefined;
@@ -100,5 +100,19 @@ test("a permission request of the view's chat is told to the editor at once; its
     posted.map((m) => m.kind === 'event' && m.event.event),
     ['permission.request'],
   );
+  bridge.dispose();
+});
+
+test('a message is scrubbed of the secrets known when it was sent, not only of those known when its batch goes', async () => {
+  // The editor forgets a key (removed, replaced) in the same task as a message that carries it was sent.
+  let known = [secret];
+  const { bridge, posted, sink } = await bridged(() => known);
+  await nextTurn();
+  posted.length = 0;
+  sink.onResponse({ status: 'ok', id: 'c1', data: { response: `the key was ${secret}` } } as Envelope);
+  known = [];
+  await nextTurn();
+  const text = JSON.stringify(posted);
+  assert.ok(!text.includes(secret), `a secret reached the view: ${text}`);
   bridge.dispose();
 });

@@ -71,7 +71,7 @@ test("a chat refused for an attachment that is not this identity's says so, stay
   await messages.getByText('Not sent: an attached file is no longer available.').waitFor();
   await saveScreens(page, 'room-attachment-refused');
   const shown = await messages.innerText();
-  assert.match(shown, /Not sent: an attached file is no longer available\. What you typed is back in the message box\. Attach its file again\./);
+  assert.match(shown, /Not sent: an attached file is no longer available\. What you typed is back in the message box\. Attach build\.log again\./, 'the note names the file (s35; it said "its file")');
   assert.doesNotMatch(shown, /deleted/, 'not told its conversation was deleted');
   assert.equal(await page.locator(`${SHOWN} .message.user`, { hasText: TEXT }).count(), 0, 'no bubble claims it was sent');
   assert.equal(await machineItem(page, 'remote-assistant.conversation'), conversationId, 'its conversation stays on screen (no new chat)');

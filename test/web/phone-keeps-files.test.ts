@@ -1,0 +1,205 @@
+/**
+ * The phone page loses nothing a person queued or put back (s35, queue35; docs/design.md "What the phone keeps
+ * of a message not sent yet"), in Debian's chromium against the phone rig (the service with the fake OpenAI
+ * provider): a file in the tray is there after a reload and goes with the message; context chips put back are
+ * there after a reload; a message queued offline whose upload the computer let go meanwhile (the person's 20
+ * newer uploads, MAX_UNSENT_ATTACHMENTS) is sent with its file from the page's own copy. Each failed on a build
+ * of main first. Screens under test-output/screens/keeps-*.png. Runs after `node esbuild.mjs`.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { ATTACHMENTS_FOLDER } from '../../src/agent/attachments/model-input';
+import { MAX_UNSENT_ATTACHMENTS } from '../../src/protocol';
+import { uploadAttachment } from '../helpers/attachments';
+import { saveScreens } from '../helpers/phone-screens';
+import { machineItem, sendMessage, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { TestClient } from '../helpers/ws-client';
+
+const SHOWN = '.machine-view:not([hidden])';
+let rig: PhoneRig;
+
+before(async () => {
+  rig = await startPhoneRig();
+});
+
+after(async () => {
+  await rig?.close();
+});
+
+async function reload(page: Page): Promise<void> {
+  await page.reload();
+  await page.locator(`${SHOWN} .connection[data-state="open"]`).waitFor();
+}
+
+/** The user messages stored in the conversation the page shows, with what they carry. */
+async function storedUserMessages(page: Page): Promise<{ content: string; attachments?: { attachment_id: string; name: string }[]; context?: { path: string }[] }[]> {
+  const conversationId = await machineItem(page, 'remote-assistant.conversation');
+  assert.ok(conversationId, 'the page shows a conversation');
+  const client = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  const answer = await client.request({ type: 'get_messages', conversation_id: conversationId });
+  client.close();
+  const messages = (answer.data as { messages: { role: string; content: string; attachments?: { attachment_id: string; name: string }[]; context?: { path: string }[] }[] }).messages;
+  return messages.filter((m) => m.role === 'user');
+}
+
+/** Whether the model was told of the file `name` and finds `words` in it (a file is saved in the workspace, the model told where). */
+async function modelReads(name: string, words: string): Promise<boolean> {
+  const asked = JSON.stringify(rig.fake.requests.at(-1)?.body ?? '');
+  const saved = new RegExp(`${ATTACHMENTS_FOLDER.replace('.', '\\.')}/[0-9a-f]{8}-${name.replace('.', '\\.')}`).exec(asked);
+  if (!saved) return false;
+  return (await readFile(join(rig.workspace.dir, saved[0]), 'utf8')).includes(words);
+}
+
+test('a file in the tray is there after a reload, and goes with the message', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  const words = `tray words ${randomUUID()}`;
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'tray-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
+  await page.locator(`${SHOWN} .composer-input`).fill('About the notes');
+  await reload(page);
+  const chip = page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`);
+  await chip.waitFor();
+  assert.match(await chip.innerText(), /tray-notes\.txt/, 'the chip names its file');
+  await saveScreens(page, 'keeps-tray-reloaded');
+  await page.locator(`${SHOWN} .composer-input`).press('Enter');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: About the notes' }).waitFor();
+  const [stored] = await storedUserMessages(page);
+  assert.deepEqual(
+    stored.attachments?.map((a) => a.name),
+    ['tray-notes.txt'],
+    'the message carries the file',
+  );
+  assert.ok(await modelReads('tray-notes.txt', words), 'the model read the file');
+  assert.equal(await page.locator(`${SHOWN} .attachment-chip`).count(), 0, 'the tray is empty once sent');
+  await reload(page);
+  assert.equal(await page.locator(`${SHOWN} .attachment-chip`).count(), 0, 'and stays empty after a reload');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('context chips put back are there after a reload, and go with the message', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  const TEXT = 'Why does this loop stop early?';
+  const context = [{ kind: 'selection', path: 'src/loop.ts', range: { start_line: 3, end_line: 5 }, text: 'for (let i = 0; i < n - 1; i++) {\n  total += i;\n}' }];
+  // Queued before a reload for a conversation deleted meanwhile: its text and chips come back to the box.
+  // (Typing keeps the box under the machine's prefix: the outbox goes beside it.)
+  await page.locator(`${SHOWN} .composer-input`).fill('x');
+  await page.locator(`${SHOWN} .composer-input`).fill('');
+  await page.evaluate(
+    (value) => {
+      const key = Object.keys(localStorage).find((k) => k.startsWith('remote-assistant.machine/') && k.endsWith('/remote-assistant.box'))!;
+      localStorage.setItem(key.replace(/remote-assistant\.box$/, 'remote-assistant.outbox'), value);
+    },
+    JSON.stringify([{ client_message_id: 'queue35-chips', text: TEXT, context, conversation_id: `gone-${randomUUID()}` }]),
+  );
+  await reload(page);
+  await page.waitForFunction((text) => document.querySelector<HTMLTextAreaElement>('.machine-view:not([hidden]) .composer-input')?.value === text, TEXT);
+  await page.locator(`${SHOWN} .context-chips:not(.sent) .chip`, { hasText: 'loop.ts:3-5' }).waitFor();
+  await reload(page);
+  const chip = page.locator(`${SHOWN} .context-chips:not(.sent) .chip`);
+  await chip.first().waitFor();
+  assert.deepEqual(await page.locator(`${SHOWN} .context-chips:not(.sent) .chip-label`).allInnerTexts(), ['loop.ts:3-5'], 'the chip put back is there after the reload');
+  await saveScreens(page, 'keeps-chips-reloaded');
+  await page.locator(`${SHOWN} .composer-input`).press('Enter');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo:' }).waitFor();
+  const [stored] = await storedUserMessages(page);
+  assert.deepEqual(
+    stored.context?.map((c) => c.path),
+    ['src/loop.ts'],
+    'the message carries the chip',
+  );
+  await reload(page);
+  assert.equal(await page.locator(`${SHOWN} .context-chips:not(.sent) .chip`).count(), 0, 'sent, the chips are not kept');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('a message queued offline whose upload the computer let go is sent with its file, from the page’s copy', async () => {
+  const phone = await rig.openPhone();
+  const { page, context } = phone;
+  rig.fake.script({ text: 'First answer.', chunks: 1 });
+  await sendMessage(page, 'A conversation for the plan');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'First answer.' }).waitFor();
+  const words = `plan words ${randomUUID()}`;
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'plan.txt', mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
+  const firstUpload = phone.sent.filter((f) => f.type === 'attachment_end').length;
+  assert.equal(firstUpload, 1);
+
+  await context.setOffline(true);
+  await page.locator(`${SHOWN} .connection[data-state="closed"]`).waitFor();
+  const TEXT = 'Here is the plan';
+  await sendMessage(page, TEXT);
+  await page.locator(`${SHOWN} .pending-note`).waitFor();
+  // Meanwhile the same person (the owner, on the computer or another phone) finishes 20 uploads: the plan's goes.
+  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  for (let i = 0; i < MAX_UNSENT_ATTACHMENTS; i++) {
+    const done = await uploadAttachment((frame) => other.request(frame), Buffer.from(`other ${i} ${randomUUID()}`), `other-${i}.txt`, 'text/plain');
+    assert.equal(done.status, 'ok');
+  }
+  const planId = (phone.sent.find((f) => f.type === 'attachment_end') as { attachment_id: string }).attachment_id;
+  assert.equal((await other.request({ type: 'get_attachment', attachment_id: planId })).code, 'not_found', 'the computer let the plan’s upload go');
+  other.close();
+
+  await context.setOffline(false);
+  await page.locator(`${SHOWN} .connection[data-state="open"]`).waitFor({ timeout: 30_000 });
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: `echo: ${TEXT}` }).waitFor();
+  const stored = await storedUserMessages(page);
+  assert.deepEqual(
+    stored.map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
+    [
+      ['A conversation for the plan', []],
+      [TEXT, ['plan.txt']],
+    ],
+    'the message is stored once, with its file',
+  );
+  assert.ok(await modelReads('plan.txt', words), 'the model read the file');
+  assert.equal(phone.sent.filter((f) => f.type === 'attachment_end').length, 2, 'uploaded again from the page’s copy');
+  assert.equal(await page.locator(`${SHOWN} .composer-input`).inputValue(), '', 'nothing was put back');
+  assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent/);
+  assert.equal(await page.locator(`${SHOWN} .message.user`, { hasText: TEXT }).count(), 1, 'one bubble for it');
+  await saveScreens(page, 'keeps-sent-again');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('a message with a file, waiting offline for a conversation deleted meanwhile, comes back with its file in the tray', async () => {
+  const phone = await rig.openPhone();
+  const { page, context } = phone;
+  rig.fake.script({ text: 'First answer.', chunks: 1 });
+  await sendMessage(page, 'A conversation to delete');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'First answer.' }).waitFor();
+  const conversationId = await machineItem(page, 'remote-assistant.conversation');
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'diagram.txt', mimeType: 'text/plain', buffer: Buffer.from(`diagram ${randomUUID()}\n`) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
+  await context.setOffline(true);
+  await page.locator(`${SHOWN} .connection[data-state="closed"]`).waitFor();
+  const TEXT = 'The diagram for the retry loop';
+  await sendMessage(page, TEXT);
+  await page.locator(`${SHOWN} .pending-note`).waitFor();
+  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  assert.equal((await other.request({ type: 'delete_conversation', conversation_id: conversationId })).status, 'ok');
+  other.close();
+  await context.setOffline(false);
+  await page.locator(`${SHOWN} .connection[data-state="open"]`).waitFor({ timeout: 30_000 });
+  await page.waitForFunction((text) => document.querySelector<HTMLTextAreaElement>('.machine-view:not([hidden]) .composer-input')?.value === text, TEXT);
+  const chip = page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`);
+  await chip.waitFor();
+  assert.match(await chip.innerText(), /diagram\.txt/, 'its file is back in the tray');
+  const note = await page.locator(`${SHOWN} .messages`).innerText();
+  assert.match(note, /Not sent: its conversation was deleted meanwhile\. What you typed is back in the message box\./);
+  assert.doesNotMatch(note, /Attach/, 'nothing to attach again');
+  await saveScreens(page, 'keeps-deleted-back');
+  await page.locator(`${SHOWN} .composer-input`).press('Enter');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: `echo: ${TEXT}` }).waitFor();
+  const [stored] = await storedUserMessages(page);
+  assert.deepEqual([stored.content, stored.attachments?.map((a) => a.name)], [TEXT, ['diagram.txt']], 'sent into a new chat with its file');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

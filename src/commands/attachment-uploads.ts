@@ -143,7 +143,7 @@ export class AttachmentUploads {
   private roomBesideHeld(uploader: string, size: number): void {
     const waiting = this.heldOf(uploader);
     if (waiting.length >= MAX_UNSENT_ATTACHMENTS || waiting.reduce((n, row) => n + row.size, 0) + size > MAX_UNSENT_ATTACHMENT_BYTES) {
-      throw new ServiceError('rate_limited', `${waiting.length} of your files wait in queued messages, as many as are kept unsent: attach this once they have started`);
+      throw new ServiceError('rate_limited', `${waiting.length} of your files wait in queued messages (the most kept): attach this once they have started`);
     }
   }
 

@@ -203,3 +203,40 @@ test('a message with a file, waiting offline for a conversation deleted meanwhil
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
+
+test('a file that would push out a file of a message waiting in line is refused on its chip, before anything is lost', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  rig.fake.script({ text: 'First answer.', chunks: 1 });
+  await sendMessage(page, 'A conversation that will be busy');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'First answer.' }).waitFor();
+  const conversationId = await machineItem(page, 'remote-assistant.conversation');
+  // A long turn (the fake holds it open), and the same person's two messages waiting behind it with the bound's worth of files.
+  let open = (): void => undefined;
+  const held = new Promise((resolve) => (open = () => resolve(undefined)));
+  rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } }, { text: 'One.' }, { text: 'Two.' });
+  const clients = await Promise.all([0, 1, 2, 3].map(() => TestClient.authed(rig.svc.wsUrl, rig.svc.token)));
+  const running = clients[0].request({ type: 'chat', conversation_id: conversationId, message: 'a long turn', stream: true }, 30_000);
+  const files: string[] = [];
+  for (let i = 0; i < MAX_UNSENT_ATTACHMENTS; i++) {
+    const done = await uploadAttachment((frame) => clients[3].request(frame), Buffer.from(`photo ${i} ${randomUUID()}`), `photo-${i}.txt`, 'text/plain');
+    files.push((done.data as { attachment_id: string }).attachment_id);
+  }
+  const waiting = [
+    clients[1].request({ type: 'chat', conversation_id: conversationId, message: 'the first ten', attachments: files.slice(0, 10), client_message_id: 'queue35-ten-1' }, 30_000),
+    clients[2].request({ type: 'chat', conversation_id: conversationId, message: 'the next ten', attachments: files.slice(10), client_message_id: 'queue35-ten-2' }, 30_000),
+  ];
+  await page.locator(`${SHOWN} .queue`, { hasText: 'the next ten' }).waitFor();
+
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'one-more.txt', mimeType: 'text/plain', buffer: Buffer.from('one more\n') });
+  const chip = page.locator(`${SHOWN} .attachment-chip[data-state="failed"]`);
+  await chip.waitFor();
+  assert.match(await chip.innerText(), /20 of your files wait in queued messages/, 'the chip says why');
+  await saveScreens(page, 'keeps-refused');
+  for (const id of files) assert.equal((await clients[3].request({ type: 'get_attachment', attachment_id: id })).status, 'ok', 'every waiting file is still there');
+  open();
+  for (const answer of [running, ...waiting]) assert.equal((await answer).status, 'ok');
+  for (const client of clients) client.close();
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

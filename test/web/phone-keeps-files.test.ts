@@ -193,7 +193,7 @@ test('a message with a file, waiting offline for a conversation deleted meanwhil
   await chip.waitFor();
   assert.match(await chip.innerText(), /diagram\.txt/, 'its file is back in the tray');
   const note = await page.locator(`${SHOWN} .messages`).innerText();
-  assert.match(note, /Not sent: its conversation was deleted meanwhile\. What you typed is back in the message box\./);
+  assert.match(note, /Not sent: its conversation was deleted meanwhile\. What you typed and its file are back in the message box\./);
   assert.doesNotMatch(note, /Attach/, 'nothing to attach again');
   await saveScreens(page, 'keeps-deleted-back');
   await page.locator(`${SHOWN} .composer-input`).press('Enter');

@@ -557,7 +557,8 @@ export class ChatApp {
     const noted = `${this.view} ${why}`;
     if (this.unsentNoted !== noted) {
       const elsewhere = gone && this.current !== undefined;
-      const note = this.messages.addNote(`Not sent: ${why}. What you typed is back in the message box${elsewhere ? ': Send puts it in this conversation.' : '.'}${attached}`, 'info');
+      const returned = back.length === 0 ? 'What you typed is' : `What you typed and ${back.length === 1 ? 'its file are' : 'its files are'}`;
+      const note = this.messages.addNote(`Not sent: ${why}. ${returned} back in the message box${elsewhere ? ': Send puts it in this conversation.' : '.'}${attached}`, 'info');
       if (elsewhere) note.append(h('button', { type: 'button', class: 'button secondary', onclick: () => this.newChat() }, 'New chat with it'));
       note.classList.toggle('with-action', elsewhere);
     }

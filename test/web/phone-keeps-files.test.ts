@@ -58,21 +58,37 @@ test('a file in the tray is there after a reload, and goes with the message', as
   const phone = await rig.openPhone();
   const { page } = phone;
   const words = `tray words ${randomUUID()}`;
-  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'tray-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) });
-  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
+  const png = Buffer.from(
+    await page.evaluate(() => {
+      const canvas = document.createElement('canvas');
+      canvas.width = canvas.height = 64;
+      const context = canvas.getContext('2d')!;
+      context.fillStyle = '#2a7';
+      context.fillRect(0, 0, 64, 64);
+      return canvas.toDataURL('image/png').split(',')[1];
+    }),
+    'base64',
+  );
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles([
+    { name: 'tray-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) },
+    { name: 'whiteboard.png', mimeType: 'image/png', buffer: png },
+  ]);
+  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).nth(1).waitFor();
   await page.locator(`${SHOWN} .composer-input`).fill('About the notes');
   await reload(page);
-  const chip = page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`);
-  await chip.waitFor();
-  assert.match(await chip.innerText(), /tray-notes\.txt/, 'the chip names its file');
+  const chips = page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`);
+  await chips.nth(1).waitFor();
+  assert.deepEqual(await page.locator(`${SHOWN} .attachment-chip .attachment-name`).allInnerTexts(), ['tray-notes.txt', 'whiteboard.jpg'], 'the chips name their files, in order');
+  // The picture's thumbnail, read back from the computer.
+  await page.waitForFunction(() => document.querySelector<HTMLImageElement>('.machine-view:not([hidden]) .attachment-chip .attachment-chip-image')?.src.startsWith('data:image/jpeg'));
   await saveScreens(page, 'keeps-tray-reloaded');
   await page.locator(`${SHOWN} .composer-input`).press('Enter');
   await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: About the notes' }).waitFor();
   const [stored] = await storedUserMessages(page);
   assert.deepEqual(
     stored.attachments?.map((a) => a.name),
-    ['tray-notes.txt'],
-    'the message carries the file',
+    ['tray-notes.txt', 'whiteboard.jpg'],
+    'the message carries the files',
   );
   assert.ok(await modelReads('tray-notes.txt', words), 'the model read the file');
   assert.equal(await page.locator(`${SHOWN} .attachment-chip`).count(), 0, 'the tray is empty once sent');

@@ -107,10 +107,22 @@ export class AttachmentTray {
       this.addChip(info.name, (chip) => {
         chip.dataset.state = 'ready';
         chip.querySelector('.attachment-state')!.textContent = formatSize(info.size);
-        if (info.kind === 'image') this.thumbnails.preview(info).then((src) => chip.prepend(h('img', { class: 'attachment-chip-image', src, alt: '' })), ignore);
+        if (info.kind === 'image') this.showPreview(chip, info);
         return Promise.resolve(info);
       });
     }
+  }
+
+  /** An image's thumbnail on its chip, read back once connected (a reload fills the tray before the connection opens). */
+  private showPreview(chip: HTMLElement, info: AttachmentInfo): void {
+    let asked = false;
+    const stop = this.connection.onState(({ state }) => {
+      if (state !== 'open' || asked) return;
+      asked = true;
+      // Called at once by onState when already open: `stop` is there after this call.
+      queueMicrotask(() => stop());
+      this.thumbnails.preview(info).then((src) => chip.prepend(h('img', { class: 'attachment-chip-image', src, alt: '' })), ignore);
+    });
   }
 
   /**

@@ -16,7 +16,7 @@ import { ATTACHMENTS_FOLDER } from '../../src/agent/attachments/model-input';
 import { MAX_UNSENT_ATTACHMENTS } from '../../src/protocol';
 import { uploadAttachment } from '../helpers/attachments';
 import { saveScreens } from '../helpers/phone-screens';
-import { machineItem, sendMessage, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { machineItem, queueForReload, reloadPhone, sendMessage, startConversation, startPhoneRig, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
 import { TestClient } from '../helpers/ws-client';
 
 const SHOWN = '.machine-view:not([hidden])';
@@ -30,10 +30,7 @@ after(async () => {
   await rig?.close();
 });
 
-async function reload(page: Page): Promise<void> {
-  await page.reload();
-  await page.locator(`${SHOWN} .connection[data-state="open"]`).waitFor();
-}
+const reload = reloadPhone;
 
 /** The user messages stored in the conversation the page shows, with what they carry. */
 async function storedUserMessages(page: Page): Promise<{ content: string; attachments?: { attachment_id: string; name: string }[]; context?: { path: string }[] }[]> {
@@ -44,6 +41,22 @@ async function storedUserMessages(page: Page): Promise<{ content: string; attach
   client.close();
   const messages = (answer.data as { messages: { role: string; content: string; attachments?: { attachment_id: string; name: string }[]; context?: { path: string }[] }[] }).messages;
   return messages.filter((m) => m.role === 'user');
+}
+
+/** Attaches a text file (uploaded while connected), then, offline, sends `text` with it: it waits in the outbox. */
+async function sendWithFileOffline(phone: PhonePage, name: string, words: string, text: string): Promise<void> {
+  const { page } = phone;
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name, mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
+  await phone.context.setOffline(true);
+  await page.locator(`${SHOWN} .connection[data-state="closed"]`).waitFor();
+  await sendMessage(page, text);
+  await page.locator(`${SHOWN} .pending-note`).waitFor();
+}
+
+async function backOnline(phone: PhonePage): Promise<void> {
+  await phone.context.setOffline(false);
+  await phone.page.locator(`${SHOWN} .connection[data-state="open"]`).waitFor({ timeout: 30_000 });
 }
 
 /** Whether the model was told of the file `name` and finds `words` in it (a file is saved in the workspace, the model told where). */
@@ -107,13 +120,8 @@ test('context chips put back are there after a reload, and go with the message',
   // (Typing keeps the box under the machine's prefix: the outbox goes beside it.)
   await page.locator(`${SHOWN} .composer-input`).fill('x');
   await page.locator(`${SHOWN} .composer-input`).fill('');
-  await page.evaluate(
-    (value) => {
-      const key = Object.keys(localStorage).find((k) => k.startsWith('remote-assistant.machine/') && k.endsWith('/remote-assistant.box'))!;
-      localStorage.setItem(key.replace(/remote-assistant\.box$/, 'remote-assistant.outbox'), value);
-    },
-    JSON.stringify([{ client_message_id: 'queue35-chips', text: TEXT, context, conversation_id: `gone-${randomUUID()}` }]),
-  );
+  await queueForReload(page, [{ client_message_id: 'queue35-chips', text: TEXT, context, conversation_id: `gone-${randomUUID()}` }]);
+
   await reload(page);
   await page.waitForFunction((text) => document.querySelector<HTMLTextAreaElement>('.machine-view:not([hidden]) .composer-input')?.value === text, TEXT);
   await page.locator(`${SHOWN} .context-chips:not(.sent) .chip`, { hasText: 'loop.ts:3-5' }).waitFor();
@@ -138,21 +146,12 @@ test('context chips put back are there after a reload, and go with the message',
 
 test('a message queued offline whose upload the computer let go is sent with its file, from the page’s copy', async () => {
   const phone = await rig.openPhone();
-  const { page, context } = phone;
-  rig.fake.script({ text: 'First answer.', chunks: 1 });
-  await sendMessage(page, 'A conversation for the plan');
-  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'First answer.' }).waitFor();
+  const { page } = phone;
+  await startConversation(rig, page, 'A conversation for the plan');
   const words = `plan words ${randomUUID()}`;
-  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'plan.txt', mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) });
-  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
-  const firstUpload = phone.sent.filter((f) => f.type === 'attachment_end').length;
-  assert.equal(firstUpload, 1);
-
-  await context.setOffline(true);
-  await page.locator(`${SHOWN} .connection[data-state="closed"]`).waitFor();
   const TEXT = 'Here is the plan';
-  await sendMessage(page, TEXT);
-  await page.locator(`${SHOWN} .pending-note`).waitFor();
+  await sendWithFileOffline(phone, 'plan.txt', words, TEXT);
+  assert.equal(phone.sent.filter((f) => f.type === 'attachment_end').length, 1);
   // Meanwhile the same person (the owner, on the computer or another phone) finishes 20 uploads: the plan's goes.
   const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
   for (let i = 0; i < MAX_UNSENT_ATTACHMENTS; i++) {
@@ -163,8 +162,7 @@ test('a message queued offline whose upload the computer let go is sent with its
   assert.equal((await other.request({ type: 'get_attachment', attachment_id: planId })).code, 'not_found', 'the computer let the plan’s upload go');
   other.close();
 
-  await context.setOffline(false);
-  await page.locator(`${SHOWN} .connection[data-state="open"]`).waitFor({ timeout: 30_000 });
+  await backOnline(phone);
   await page.locator(`${SHOWN} .message.assistant`, { hasText: `echo: ${TEXT}` }).waitFor();
   const stored = await storedUserMessages(page);
   assert.deepEqual(
@@ -187,23 +185,14 @@ test('a message queued offline whose upload the computer let go is sent with its
 
 test('a message with a file, waiting offline for a conversation deleted meanwhile, comes back with its file in the tray', async () => {
   const phone = await rig.openPhone();
-  const { page, context } = phone;
-  rig.fake.script({ text: 'First answer.', chunks: 1 });
-  await sendMessage(page, 'A conversation to delete');
-  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'First answer.' }).waitFor();
-  const conversationId = await machineItem(page, 'remote-assistant.conversation');
-  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'diagram.txt', mimeType: 'text/plain', buffer: Buffer.from(`diagram ${randomUUID()}\n`) });
-  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
-  await context.setOffline(true);
-  await page.locator(`${SHOWN} .connection[data-state="closed"]`).waitFor();
+  const { page } = phone;
+  const conversationId = await startConversation(rig, page, 'A conversation to delete');
   const TEXT = 'The diagram for the retry loop';
-  await sendMessage(page, TEXT);
-  await page.locator(`${SHOWN} .pending-note`).waitFor();
+  await sendWithFileOffline(phone, 'diagram.txt', `diagram ${randomUUID()}`, TEXT);
   const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
   assert.equal((await other.request({ type: 'delete_conversation', conversation_id: conversationId })).status, 'ok');
   other.close();
-  await context.setOffline(false);
-  await page.locator(`${SHOWN} .connection[data-state="open"]`).waitFor({ timeout: 30_000 });
+  await backOnline(phone);
   await page.waitForFunction((text) => document.querySelector<HTMLTextAreaElement>('.machine-view:not([hidden]) .composer-input')?.value === text, TEXT);
   const chip = page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`);
   await chip.waitFor();
@@ -223,10 +212,7 @@ test('a message with a file, waiting offline for a conversation deleted meanwhil
 test('a file that would push out a file of a message waiting in line is refused on its chip, before anything is lost', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
-  rig.fake.script({ text: 'First answer.', chunks: 1 });
-  await sendMessage(page, 'A conversation that will be busy');
-  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'First answer.' }).waitFor();
-  const conversationId = await machineItem(page, 'remote-assistant.conversation');
+  const conversationId = await startConversation(rig, page, 'A conversation that will be busy');
   // A long turn (the fake holds it open), and the same person's two messages waiting behind it with the bound's worth of files.
   let open = (): void => undefined;
   const held = new Promise((resolve) => (open = () => resolve(undefined)));

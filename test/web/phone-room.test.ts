@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { saveScreens } from '../helpers/phone-screens';
-import { machineItem, sendMessage, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { machineItem, queueForReload, reloadPhone, sendMessage, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 import { TestClient } from '../helpers/ws-client';
 
 const SHOWN = '.machine-view:not([hidden])';
@@ -24,20 +24,9 @@ after(async () => {
   await rig?.close();
 });
 
-/** The page's outbox (its only machine's) holds `items` when it next starts: as if they were sent offline before a reload. */
-async function queueForReload(page: Page, items: Record<string, unknown>[]): Promise<void> {
-  await page.evaluate((value) => {
-    const key = Object.keys(localStorage).find((k) => k.startsWith('remote-assistant.machine/') && k.endsWith('/remote-assistant.conversation'))!;
-    localStorage.setItem(key.replace(/remote-assistant\.conversation$/, 'remote-assistant.outbox'), value);
-  }, JSON.stringify(items));
-}
-
 const boxText = (page: Page) => page.locator(`${SHOWN} .composer-input`).inputValue();
 
-async function reload(page: Page): Promise<void> {
-  await page.reload();
-  await page.locator(`${SHOWN} .connection[data-state="open"]`).waitFor();
-}
+const reload = reloadPhone;
 
 async function conversationTitles(): Promise<string[]> {
   const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);

@@ -117,6 +117,7 @@ export const handlers: HandlerMap = {
         throw new ServiceError('payload_too_large', `the context holds ${contextSize} characters of text; at most ${MAX_CONTEXT_CHARS} may be sent with one message (remove a chip, or select less)`);
       }
       const attachments = chatAttachments(command.attachments, session, ctx);
+      release(); // Checked again (were it ever): one hold, not two.
       release = ctx.uploads.hold(attachments.map((a) => a.attachment_id));
       return attachments;
     };

@@ -242,3 +242,38 @@ test('a file that would push out a file of a message waiting in line is refused 
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
+
+test('a file still uploading when the page closes comes back named on a failed chip, and the message says it was not attached', async () => {
+  let holdChunks = true;
+  // The page's socket, through a route that keeps the file's chunks from the computer while `holdChunks`.
+  const phone = await rig.openPhone(async (page) => {
+    await page.routeWebSocket(/./, (socket) => {
+      const server = socket.connectToServer();
+      socket.onMessage((frame) => {
+        if (holdChunks && String(frame).includes('"attachment_chunk"')) return;
+        server.send(frame);
+      });
+      server.onMessage((frame) => socket.send(frame));
+    });
+  });
+  const { page } = phone;
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'big-photo-notes.txt', mimeType: 'text/plain', buffer: Buffer.from('still uploading\n') });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
+  await page.waitForFunction(() => !!Object.keys(localStorage).find((k) => k.endsWith('/remote-assistant.tray') && localStorage.getItem(k)?.includes('big-photo-notes.txt')));
+  holdChunks = false;
+  await reload(page);
+  const chip = page.locator(`${SHOWN} .attachment-chip[data-state="failed"]`);
+  await chip.waitFor();
+  assert.match(await chip.innerText(), /big-photo-notes\.txt[\s\S]*not uploaded before the page closed: attach it again/, 'the chip names the file and says what happened');
+  await saveScreens(page, 'keeps-unfinished');
+  await reload(page);
+  await chip.waitFor();
+  assert.equal(await chip.count(), 1, 'kept until the person acts on it');
+  await sendMessage(page, 'The notes, unless they are missing');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: The notes, unless they are missing' }).waitFor();
+  assert.match(await page.locator(`${SHOWN} .messages`).innerText(), /Not attached: big-photo-notes\.txt \(not uploaded before the page closed/, 'the message says the file did not go');
+  await reload(page);
+  assert.equal(await page.locator(`${SHOWN} .attachment-chip`).count(), 0, 'sent: the tray is empty');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

@@ -19,7 +19,17 @@ interface Pending {
   done?: AttachmentInfo;
   /** Taken out of the tray with its ×: its copy is not kept once its upload ends. */
   removed?: boolean;
+  /** Its upload failed: not kept for a reload. */
+  failed?: boolean;
+  /** Still uploading when the page closed (kept as its name alone): shown failed, kept until removed or sent. */
+  unfinished?: boolean;
 }
+
+/** What a reload finds of a chip: its finished upload, or the name of a file whose upload the page's closing cut. */
+type KeptChip = AttachmentInfo | { name: string; unfinished: true };
+
+/** Said on the chip of a file still uploading when the page closed (its bytes are not kept). */
+const UNFINISHED = 'not uploaded before the page closed: attach it again';
 
 /** A file's bytes as this page uploaded them, kept until a message carrying them is stored (`release`). */
 interface Copy {
@@ -67,7 +77,11 @@ export class AttachmentTray {
     shoot.hidden = !globalThis.matchMedia?.('(pointer: coarse)').matches;
     this.controls = [attach, shoot, files, camera];
     // Chosen and uploaded before a reload (or the phone's browser dropping the page), not sent: there again.
-    this.restore(readKept<AttachmentInfo>(storage, TRAY_KEY, (info) => typeof info.attachment_id === 'string' && typeof info.name === 'string'));
+    const kept = readKept<KeptChip>(storage, TRAY_KEY, (chip) => typeof chip.name === 'string' && ('unfinished' in chip || typeof chip.attachment_id === 'string'));
+    for (const chip of kept) {
+      if ('unfinished' in chip) this.addChip(chip.name, () => Promise.reject(new Error(UNFINISHED)), true);
+      else this.restore([chip]);
+    }
   }
 
   get count(): number {
@@ -152,21 +166,29 @@ export class AttachmentTray {
     for (const attachment of attachments ?? []) this.copies.delete(attachment.attachment_id);
   }
 
-  private addChip(name: string, upload: (chip: HTMLElement) => Promise<AttachmentInfo>): void {
-    const chip = h('div', { class: 'attachment-chip', 'data-state': 'uploading' }, h('span', { class: 'attachment-name' }, name), h('span', { class: 'attachment-state' }, 'preparing…'));
-    const item: Pending = { chip, name, upload: upload(chip) };
+  private addChip(name: string, upload: (chip: HTMLElement) => Promise<AttachmentInfo>, unfinished = false): void {
+    const state = h('span', { class: 'attachment-state' }, unfinished ? UNFINISHED : 'preparing…');
+    const chip = h('div', { class: 'attachment-chip', 'data-state': unfinished ? 'failed' : 'uploading' }, h('span', { class: 'attachment-name' }, name), state);
+    const item: Pending = { chip, name, upload: upload(chip), unfinished };
     const remove = h('button', { type: 'button', class: 'attachment-remove', 'aria-label': `Remove ${item.name}` }, '×');
     remove.addEventListener('click', () => this.drop(item));
     chip.append(remove);
     // A failure is shown on its chip; take() reports it.
-    item.upload.then((info) => {
-      item.done = info;
-      if (item.removed) this.release([info]);
-      this.save();
-    }, ignore);
+    item.upload.then(
+      (info) => {
+        item.done = info;
+        if (item.removed) this.release([info]);
+        this.save();
+      },
+      () => {
+        item.failed = true;
+        this.save();
+      },
+    );
     this.pending.push(item);
     this.element.append(chip);
     this.element.hidden = false;
+    this.save();
   }
 
   /**
@@ -205,7 +227,7 @@ export class AttachmentTray {
     writeKept(
       this.storage,
       TRAY_KEY,
-      this.pending.flatMap((item) => (item.done ? [item.done] : [])),
+      this.pending.flatMap((item): KeptChip[] => (item.done ? [item.done] : !item.failed || item.unfinished ? [{ name: item.name, unfinished: true }] : [])),
     );
   }
 

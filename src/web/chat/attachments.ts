@@ -140,17 +140,22 @@ export class AttachmentTray {
   }
 
   /**
-   * A message's attachments the computer let go, uploaded again from this page's copies: the new ones, and
-   * the names of those it holds no copy of (chosen before a reload, or on another device) or could not send.
+   * A message's attachments the computer let go, uploaded again from this page's copies: the new ones (one it could
+   * not upload now, the connection lost again, as it was, its copy kept), and the names of those it holds no copy of
+   * (chosen before a reload, or on another device).
    */
   async uploadAgain(attachments: readonly AttachmentInfo[]): Promise<{ again: AttachmentInfo[]; missing: string[] }> {
     const again: AttachmentInfo[] = [];
     const missing: string[] = [];
     for (const attachment of attachments) {
       const copy = this.copies.get(attachment.attachment_id);
-      const info = copy && (await uploadBytes(this.connection, copy.bytes, copy.name, copy.mime, ignore).catch(ignore));
-      if (!copy || !info) {
+      if (!copy) {
         missing.push(attachment.name);
+        continue;
+      }
+      const info = await uploadBytes(this.connection, copy.bytes, copy.name, copy.mime, ignore).catch(ignore);
+      if (!info) {
+        again.push(attachment);
         continue;
       }
       this.copies.delete(attachment.attachment_id);

@@ -21,8 +21,9 @@
 // n), MARK=1 (a line every 100 turns and at each rotation, compaction and postMessage, to read beside
 // `node --trace-opt --trace-deopt`), DUMP=file (each turn's start on CLOCK_MONOTONIC and its length, to
 // line turns up with `perf record -k CLOCK_MONOTONIC`: docs/design.md, "The row's tail", s17).
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
@@ -79,6 +80,11 @@ function othersSchedstat(): { run: number; wait: number; workerRun: number; v8Ru
   return { run, wait, workerRun, v8Run, byTid };
 }
 
+/** The block device holding the data directory (DEVICE, or the first of /sys/block that is not zram or a loop). */
+const DEVICE = process.env.DEVICE ?? readdirSync('/sys/block').find((d) => !/^(zram|loop|ram)/.test(d));
+/** Write requests the device completed so far (/sys/block/<dev>/stat's fifth field): whoever asked for them. */
+const deviceWrites = (): number => (DEVICE !== undefined && existsSync(`/sys/block/${DEVICE}/stat`) ? Number(readFileSync(`/sys/block/${DEVICE}/stat`, 'utf8').trim().split(/\s+/)[4]) : NaN);
+
 const newSpaceUsed = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_used_size ?? 0;
 
 interface Span {
@@ -91,9 +97,14 @@ const spans: Span[] = [];
 let inTurn: Span[] | null = null;
 /** Set while the floor is sampled: its file calls are not the journal's. */
 let sampling = false;
+/** The spans recorded while the floor (or, SLICED, the row's baseline writes) was sampled. */
+const sampledSpans: Span[] = [];
 const record = (what: string, at: number) => {
-  if (sampling) return;
   const span = { at, ms: performance.now() - at, what };
+  if (sampling) {
+    sampledSpans.push(span);
+    return;
+  }
   if (process.env.MARK === '1' && (what === 'journal.rotate' || what === 'compaction' || what === 'worker.postMessage')) console.log(`--- ${what} ended`);
   spans.push(span);
   inTurn?.push(span);
@@ -120,12 +131,36 @@ async function instrument(): Promise<void> {
   for (const name of ['write', 'datasync', 'sync', 'appendFile']) wrapAsync(proto, name, `fh.${name}`);
   // The history worker's puts and every other message to a worker: the structured clone runs here.
   const post = Worker.prototype.postMessage;
+  // The history worker's requests from their post to the worker's answer (its group put's transaction,
+  // commit and answer: the worker's side of the put, from this thread): one span per answer.
+  const emit = Worker.prototype.emit;
+  const posted = new WeakMap<Worker, number>();
   Worker.prototype.postMessage = function (this: Worker, ...args: Parameters<Worker['postMessage']>) {
+    if (!posted.has(this)) posted.set(this, performance.now());
     const at = performance.now();
     try {
       return post.apply(this, args);
     } finally {
       record('worker.postMessage', at);
+    }
+  };
+  Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
+    const at = posted.get(this);
+    if (event === 'message' && at !== undefined) {
+      posted.delete(this);
+      spans.push({ at, ms: performance.now() - at, what: 'worker request to answer' });
+    }
+    return emit.call(this, event, ...args);
+  };
+  // The log's writes (file-logger's held lines, RotatingFile's writeSync on this thread).
+  const fs = createRequire(join(process.cwd(), 'bench'))('node:fs') as { writeSync: (...args: unknown[]) => number };
+  const writeSync = fs.writeSync;
+  fs.writeSync = function (...args: unknown[]) {
+    const at = performance.now();
+    try {
+      return writeSync.apply(this, args);
+    } finally {
+      record('fs.writeSync (log)', at);
     }
   };
   wrapAsync(Compactor.prototype as unknown as Record<string, unknown>, 'loop', 'compaction');
@@ -188,6 +223,8 @@ interface Turn {
   scavenges: number;
   /** Its place in its block or slice (0: the first after the floor's samples or the pause). */
   index: number;
+  /** Write requests the device completed during the turn (its own and anyone else's). */
+  device: number;
 }
 
 let asked = 0;
@@ -200,6 +237,77 @@ function stampedProvider(): Provider {
       return instant.complete(request);
     },
   };
+}
+
+/** What the mean over the p50 is split by: a turn's or a baseline write's window and its stamps. */
+interface Stamped {
+  at: number;
+  ms: number;
+  index: number;
+  /** The main thread waiting for a core in it (ms). */
+  wait: number;
+  device: number;
+  datasyncMs?: number;
+  writeMs?: number;
+  /** The threads there from the start (V8's helpers) running in it (ms). */
+  v8Run?: number;
+}
+
+/**
+ * The mean's excess over the p50, split: each turn (or write) goes to the first cause in the list it
+ * meets (an event overlapping its window, or its own stamp past a bound), and a cause's share is
+ * (sum of its members' times - their count x the p50) / all: the shares add up to mean - p50. Beside
+ * each, how often the cause is met by the items at or under the p50 (an event met as often by quick
+ * items is a long window's chance, not a cause).
+ */
+function meanOverP50(label: string, items: Stamped[], events: Span[]): string[] {
+  if (items.length === 0) return [];
+  const sorted = items.map((t) => t.ms).sort((a, b) => a - b);
+  const p50 = percentile(sorted, 50);
+  const mean = sorted.reduce((a, b) => a + b, 0) / sorted.length;
+  const median = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
+  const syncP50 = median(items.map((t) => t.datasyncMs ?? 0));
+  const writeP50 = median(items.map((t) => t.writeMs ?? 0));
+  const deviceP50 = median(items.map((t) => t.device));
+  const meets = (what: (name: string) => boolean) => (t: Stamped) => events.some((s) => what(s.what) && s.at <= t.at + t.ms && s.at + s.ms >= t.at);
+  // Causes on the item's own path first (a pause of the main thread, its own waits), then the events only
+  // beside it, whose overlap a long window meets by chance (see the length-biased mean printed after).
+  const causes: Array<[string, (t: Stamped) => boolean]> = [
+    ['a compaction running', meets((w) => w === 'compaction')],
+    ['a mark-compact (or its marking)', meets((w) => w === 'gc mark-compact' || w === 'gc incremental')],
+    ['a scavenge', meets((w) => w === 'gc scavenge')],
+    ['first of its slice (after the pause)', (t) => t.index === 0],
+    ['main thread waited > 0.3 ms for a core', (t) => t.wait > 0.3],
+    ["V8's helpers ran > 0.3 ms (TurboFan, marking)", (t) => (t.v8Run ?? 0) > 0.3],
+    [`its fdatasync > 2x its p50 (${fmt(syncP50, 3)} ms)`, (t) => (t.datasyncMs ?? 0) > 2 * syncP50],
+    [`its write > 2x its p50 (${fmt(writeP50, 3)} ms)`, (t) => (t.writeMs ?? 0) > 2 * writeP50],
+    ["the history worker's request (post to answer)", meets((w) => w === 'worker request to answer')],
+    ['a log write (writeSync)', meets((w) => w === 'fs.writeSync (log)')],
+    [`the device did > ${deviceP50 + 2} writes (others' writeback)`, (t) => t.device > deviceP50 + 2],
+    ['none of these', () => true],
+  ];
+  const quick = items.filter((t) => t.ms <= p50);
+  const lines = [`${label}: mean ${fmt(mean, 3)} p50 ${fmt(p50, 3)} ms, mean - p50 ${fmt(mean - p50, 3)} ms; split (first cause met; share of mean - p50, ms):`];
+  let left = items;
+  for (const [name, when] of causes) {
+    const of = left.filter(when);
+    left = left.filter((t) => !when(t));
+    const sum = of.reduce((n, t) => n + t.ms, 0);
+    const share = (sum - of.length * p50) / items.length;
+    const metByQuick = quick.filter(when).length / Math.max(1, quick.length);
+    lines.push(
+      `  ${name.padEnd(50)} ${String(of.length).padStart(5)} (${fmt((of.length / items.length) * 100, 1).padStart(5)}%), mean ${fmt(of.length > 0 ? sum / of.length : NaN, 3).padStart(7)} ms, share ${fmt(share, 3).padStart(7)} ms; met by ${fmt(metByQuick * 100, 1)}% of those <= p50`,
+    );
+  }
+  // An instant at a random moment falls in an item with a chance in proportion to its length: the items it
+  // meets then average sum(x^2) / sum(x), not the mean, without being slowed at all.
+  const biased = sorted.reduce((n, x) => n + x * x, 0) / sorted.reduce((n, x) => n + x, 0);
+  lines.push(`  (an instant at a random moment meets items averaging ${fmt(biased, 3)} ms: the length-biased mean)`);
+  return lines;
 }
 
 function distribution(xs: number[]): string {
@@ -238,9 +346,11 @@ async function main(): Promise<void> {
       const young0 = newSpaceUsed();
       const o0 = othersSchedstat();
       const s0 = mainThreadSched();
+      const d0 = deviceWrites();
       const at = performance.now();
       const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } });
       const end = performance.now();
+      const d1 = deviceWrites();
       const s1 = mainThreadSched();
       const o1 = othersSchedstat();
       inTurn = null;
@@ -264,6 +374,7 @@ async function main(): Promise<void> {
         allocated: NaN,
         scavenges: 0,
         index: index++,
+        device: d1 - d0,
       });
       if (process.env.MARK === '1' && turns.length % 100 === 0) console.log(`--- turn ${turns.length}`);
       young.push({ at, end, before: young0, after: newSpaceUsed() });
@@ -275,6 +386,8 @@ async function main(): Promise<void> {
     if (process.env.MARK === '1') console.log('--- warm-up done');
     const started = performance.now();
     const rowWrites: number[] = [];
+    /** The row's baseline writes (SLICED), stamped as the turns are, for the same split of their mean over their p50. */
+    const writeStamps: Stamped[] = [];
     while (SLICED && turns.length < TURNS) {
       index = 0;
       const sliceEnd = performance.now() + TURN_SLICE_MS;
@@ -282,10 +395,16 @@ async function main(): Promise<void> {
       await new Promise((done) => setTimeout(done, SETTLE_MS));
       const writesEnd = performance.now() + WRITE_SLICE_MS;
       sampling = true;
-      while (performance.now() < writesEnd) {
+      for (let w = 0; performance.now() < writesEnd; w++) {
+        const s0 = mainThreadSched();
+        const d0 = deviceWrites();
         const t0 = performance.now();
         await service.store.meta.set('bench.baseline', String(rowWrites.length));
-        rowWrites.push(performance.now() - t0);
+        const ms = performance.now() - t0;
+        const d1 = deviceWrites();
+        const s1 = mainThreadSched();
+        rowWrites.push(ms);
+        writeStamps.push({ at: t0, ms, index: w, wait: s1.wait - s0.wait, device: d1 - d0 });
       }
       sampling = false;
     }
@@ -332,6 +451,19 @@ async function main(): Promise<void> {
     console.log(`  otherwise:               ${distribution(turnsOut.map((t) => t.ms))}`);
     if (SLICED) {
       console.log(`meta.set (the row's write): ${distribution(rowWrites)}`);
+      const all = [...spans, ...sampledSpans];
+      const sumOf = (t: Stamped, what: string) => all.filter((s) => s.what === what && s.at >= t.at && s.at <= t.at + t.ms).reduce((n, s) => n + s.ms, 0);
+      for (const t of turns) {
+        (t as Stamped).datasyncMs = t.datasync;
+        (t as Stamped).writeMs = t.write;
+      }
+      for (const w of writeStamps) {
+        w.datasyncMs = sumOf(w, 'fh.datasync');
+        w.writeMs = sumOf(w, 'fh.write');
+        w.v8Run = 0;
+      }
+      for (const line of meanOverP50('turns', turns, all)) console.log(line);
+      for (const line of meanOverP50("the row's writes (meta.set)", writeStamps, all)) console.log(line);
       const turnMean = turns.reduce((n, t) => n + t.ms, 0) / turns.length;
       console.log(`  the row: turn mean / write mean ${fmt(turnMean / (rowWrites.reduce((a, b) => a + b, 0) / rowWrites.length), 2)}x`);
     } else {
@@ -388,8 +520,9 @@ async function main(): Promise<void> {
       ['fh.datasync', (t) => t.datasync],
       ['scavenges', (t) => t.scavenges],
     ];
-    console.log(`means, all turns / the ${slow.length} at or above the p99 (${fmt(p99)} ms):`);
-    for (const [name, f] of fields) console.log(`  ${name.padEnd(20)} ${mean(turns, f).padStart(8)} / ${mean(slow, f)}`);
+    const firsts = turns.filter((t) => t.index === 0);
+    console.log(`means, all turns / the ${slow.length} at or above the p99 (${fmt(p99)} ms) / the ${firsts.length} first of their block or slice:`);
+    for (const [name, f] of fields) console.log(`  ${name.padEnd(20)} ${mean(turns, f).padStart(8)} / ${mean(slow, f).padStart(8)} / ${mean(firsts, f)}`);
     // Which events make a turn slow: an event counts for a turn when it was under way at its start or
     // began within its first p50 ms, a window as long for every turn (a long turn overlaps more events
     // only because it is long). The share of such turns that end up at or above the p99, against the rest's.

@@ -46,8 +46,9 @@ const SLICED = process.env.SLICED === '1';
 /** Turns before the measured ones (not counted). */
 const WARMUP = Number(process.env.WARMUP ?? 300);
 const TURN_SLICE_MS = 150;
-const SETTLE_MS = 300;
-const WRITE_SLICE_MS = 40;
+/** The row's pause and its write slice (SETTLE_MS, WRITE_MS: what the slice's first turn follows, as probes). */
+const SETTLE_MS = Number(process.env.SETTLE_MS ?? 300);
+const WRITE_SLICE_MS = Number(process.env.WRITE_MS ?? 40);
 
 /** Threads there when this module ran (the main thread, V8's helpers, and libuv's pool if tsx's loader started it). */
 const firstTids = new Set(readdirSync('/proc/self/task'));
@@ -522,7 +523,16 @@ async function main(): Promise<void> {
     ];
     const firsts = turns.filter((t) => t.index === 0);
     console.log(`means, all turns / the ${slow.length} at or above the p99 (${fmt(p99)} ms) / the ${firsts.length} first of their block or slice:`);
-    for (const [name, f] of fields) console.log(`  ${name.padEnd(20)} ${mean(turns, f).padStart(8)} / ${mean(slow, f).padStart(8)} / ${mean(firsts, f)}`);
+    const medianOf = (ts: Turn[], f: (t: Turn) => number) =>
+      percentile(
+        ts.map(f).sort((a, b) => a - b),
+        50,
+      );
+    for (const [name, f] of fields) {
+      // Mean minus median over all turns: how much of the wall's mean over its p50 each stamp carries.
+      const over = fmt(turns.reduce((n, t) => n + f(t), 0) / turns.length - medianOf(turns, f), 3);
+      console.log(`  ${name.padEnd(20)} ${mean(turns, f).padStart(8)} / ${mean(slow, f).padStart(8)} / ${mean(firsts, f).padStart(8)}; mean - median ${over}`);
+    }
     // Which events make a turn slow: an event counts for a turn when it was under way at its start or
     // began within its first p50 ms, a window as long for every turn (a long turn overlaps more events
     // only because it is long). The share of such turns that end up at or above the p99, against the rest's.

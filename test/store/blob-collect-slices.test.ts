@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { insertAttachment } from '../../src/store/attachments';
-import { blobReferences } from '../../src/store/blob-refs';
+import { blobReferences, unreferencedHashes } from '../../src/store/blob-refs';
 import { trashConversation } from '../../src/store/conversations';
 import { openStore, type Store } from '../../src/store/index';
 import { testDir } from '../helpers/store-utils';
@@ -135,4 +135,22 @@ test('a new reference between two slices to a hash the read has not found keeps 
   assert.equal(await store.blobs.has(garbage), false);
   assert.equal(removed, 1);
   assert.deepEqual(await present(store, kept), kept);
+});
+
+test('a few candidates (an unsent upload’s expiry) are looked up a window of rows at a time: named in any column, or not at all', async (t) => {
+  const store = await opened(t);
+  const kept = await attached(store, 'kept', 20);
+  const images = await attached(store, 'other', 6, 'image');
+  await changed(store, images); // the file changes' rows name them (and the attachments' last rows)
+  const nothing = (await store.blobs.put('named by nothing')).hash;
+  let pauses = 0;
+  const between = async () => {
+    pauses += 1;
+  };
+  const candidates = [kept[0]!, images[5]!, nothing, kept[19]!];
+  assert.deepEqual(await unreferencedHashes(store.db, candidates, { sliceRows: 1, between }), [nothing]);
+  assert.ok(pauses >= 10, `read a window at a time (${pauses} pauses)`);
+  await store.db.write((tx) => trashConversation(tx, 'other')); // its attachments go; then every file change
+  await store.db.write((tx) => tx.run('DELETE FROM file_changes'));
+  assert.deepEqual(await unreferencedHashes(store.db, candidates), [images[5]!, nothing]);
 });

@@ -26,6 +26,7 @@ import { Socket } from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import { serviceClass } from './bundled';
@@ -127,12 +128,14 @@ function connectRaw(url, token, onFrame) {
   const frames = (bytes, end, arrived) => {
     let at = 0;
     while (end - at >= 2) {
+      // No array or object made a frame (a destructuring made two: s35).
       let length = bytes[at + 1] & 0x7f;
       let header = 2;
-      if (length === 126) [length, header] = end - at < 4 ? [Infinity, 4] : [bytes.readUInt16BE(at + 2), 4];
-      else if (length === 127) [length, header] = end - at < 10 ? [Infinity, 10] : [Number(bytes.readBigUInt64BE(at + 2)), 10];
+      if (length === 126) (header = 4), (length = end - at < 4 ? Infinity : bytes.readUInt16BE(at + 2));
+      else if (length === 127) (header = 10), (length = end - at < 10 ? Infinity : Number(bytes.readBigUInt64BE(at + 2)));
       if (end - at < header + length) break;
-      const [start, stop] = [at + header, at + header + length];
+      const start = at + header;
+      const stop = start + length;
       if (bytes[at] === 0x81) answered(bytes, start, stop) || onFrame(bytes, start, stop, arrived);
       else if (bytes[at] === 0x89) sendFrame(0xa, Buffer.from(bytes.subarray(start, stop)));
       else if (bytes[at] !== 0x88) throw new Error('unexpected frame 0x' + bytes[at].toString(16));
@@ -241,20 +244,44 @@ function collector() {
 // This thread's clients: the followers' (and the sender's with SENDER_WITH_FOLLOWERS=1).
 const state = {};
 
-// FOLLOW_SPLIT=1: this thread's garbage collection pauses while a stage streams (count, total, longest ms).
+// This thread's garbage collection pauses while a stage streams (count, total, longest ms; printed for
+// every stage, one observer entry a collection, nothing a frame).
 const { PerformanceObserver } = require('node:perf_hooks');
-const gc = { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN };
-if (split)
-  new PerformanceObserver((list) => {
-    if (!gc.on) return;
-    for (const e of list.getEntries()) (gc.count += 1), (gc.total += e.duration), (gc.longest = Math.max(gc.longest, e.duration)), gc.pauses.push([performance.timeOrigin + e.startTime, e.duration]);
-  }).observe({ entryTypes: ['gc'] });
-/** This stage's collections (count, total, longest ms; each pause's start and length) and each piece's wait sample; then reset for the next. */
+const gc = { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN, youngFrom: NaN, from: Infinity };
+new PerformanceObserver((list) => {
+  if (!gc.on) return;
+  // Entries come after their collection: one begun before the stage (settle's own) is not the stage's.
+  for (const e of list.getEntries()) if (e.startTime >= gc.from) (gc.count += 1), (gc.total += e.duration), (gc.longest = Math.max(gc.longest, e.duration)), gc.pauses.push([performance.timeOrigin + e.startTime, e.duration]);
+}).observe({ entryTypes: ['gc'] });
+/** This thread's young generation in use (MB): with no collection in a stage, its growth is what the stage's reading allocated. */
+const { getHeapSpaceStatistics, setFlagsFromString } = require('node:v8');
+const young = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').space_used_size / 2 ** 20;
+// Each client thread's heap is collected whole just before each stage (the default; FOLLOW_CLIENT_HEAP=old:
+// not, as before s35). Left alone, V8's memory reducer (a full collection about 8 s after a heap has grown,
+// incremental, its last step a pause of 2-17 ms here) and scavenges of what earlier stages left came due in
+// whichever stage they fell, mostly the 100 followers' (about 8 s in), and the followers' thread, holding
+// a hundred sockets' objects, paused the longer: the bench's timing, not the service's delivery. Collected
+// before the stage, neither thread carries anything into it and the reducer's next turn moves 8 s on
+// (docs/design.md "... (s35, follow35)"). The same code and settings on both threads.
+const settled = process.env.FOLLOW_CLIENT_HEAP !== 'old';
+const collectAll = settled ? (setFlagsFromString('--expose-gc'), require('node:vm').runInNewContext('gc')) : undefined;
+function settle() {
+  collectAll?.();
+  return {};
+}
+/** This stage's collections (count, total, longest ms; each pause's start and length), young generation grown (MB) and each piece's wait sample; then reset for the next. */
 const gcTaken = () => {
-  const taken = { count: gc.count, total: gc.total, longest: gc.longest, pauses: gc.pauses, waits: Array.from(pieceWait.subarray(0, sampled)), cpu: ran() - gc.ranFrom };
-  Object.assign(gc, { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN });
+  const taken = { count: gc.count, total: gc.total, longest: gc.longest, pauses: gc.pauses, young: young() - gc.youngFrom, waits: Array.from(pieceWait.subarray(0, sampled)), cpu: ran() - gc.ranFrom };
+  Object.assign(gc, { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN, youngFrom: NaN, from: Infinity });
   sampled = 0;
   return taken;
+};
+/** The stage starts for this thread: its collections counted from here. */
+const stageFrom = () => {
+  gc.on = true;
+  gc.from = performance.now();
+  gc.ranFrom = ran();
+  gc.youngFrom = young();
 };
 
 async function senderStart({ url, token }) {
@@ -273,15 +300,18 @@ async function followersStart({ url, token, followers, conversationId }) {
     state.watchers.push({ c, client });
   }
   for (const w of state.watchers) w.c.armed = true;
-  gc.on = true;
-  gc.ranFrom = ran();
+  return {};
+}
+
+/** Just before the stage: this thread's heap collected (FOLLOW_CLIENT_HEAP=old: not), its counts started. */
+function stageStart() {
+  settle();
+  stageFrom();
   return {};
 }
 
 async function senderStream({ pieces, paceMs, conversationId }) {
   state.sender.armed = true;
-  gc.on = true;
-  if (state.watchers === undefined) gc.ranFrom = ran();
   await state.senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
   await state.sender.done;
   state.senderClient.close();
@@ -316,7 +346,7 @@ async function catchUp({ url, token, pieces }) {
   return { ms };
 }
 
-const jobs = { senderStart, followersStart, senderStream, followersCollect, catchUp };
+const jobs = { senderStart, followersStart, stageStart, senderStream, followersCollect, catchUp };
 parentPort.on('message', async (job) => {
   try {
     parentPort.postMessage({ job: job.job, ok: await jobs[job.kind](job) });
@@ -341,7 +371,26 @@ function runner() {
       waiting.set(jobs, (answer) => (answer.error ? reject(new Error(answer.error)) : resolve(answer.ok as T)));
       worker.postMessage({ ...job, job: jobs });
     });
-  return { run, stop: () => worker.terminate() };
+  const online = new Promise((resolve) => worker.once('online', resolve));
+  return { run, online, stop: () => worker.terminate() };
+}
+
+/**
+ * The clients' threads, each with the same young generation: by default (s35) a semi-space of
+ * CLIENT_SEMI_SPACE_MB from the start (V8 starts one at 1 MB and grows it only as objects survive, so the
+ * followers' thread, which allocates some 3-4 MB reading a 100-follower stage, scavenged 3-5 times in it and
+ * the sender's thread none), set with V8's flag while these threads' heaps are made and put back before the
+ * service opens (it is read once, when a heap is made). `FOLLOW_CLIENT_HEAP=old`: V8's defaults, as before.
+ */
+const CLIENT_SEMI_SPACE_MB = 16;
+async function clientThreads(followerThreads: number, senderWithFollowers: boolean) {
+  const settled = process.env.FOLLOW_CLIENT_HEAP !== 'old';
+  if (settled) setFlagsFromString(`--min-semi-space-size=${CLIENT_SEMI_SPACE_MB}`);
+  const followers = Array.from({ length: followerThreads }, () => runner());
+  const sender = senderWithFollowers ? followers[0]! : runner();
+  await Promise.all([sender, ...followers].map((thread) => thread.online));
+  if (settled) setFlagsFromString('--min-semi-space-size=0');
+  return { followers, sender };
 }
 
 /**
@@ -412,7 +461,7 @@ function traceWrites() {
 
 type Received = { port: number; pieces: [number, number][] };
 /** A thread's collections in a stage; `pauses`: each one's start (the shared clock) and length, ms; `waits`: a client thread's wait for a core (ms so far) at each piece's first read. */
-type Gc = { count: number; total: number; longest: number; pauses: [number, number][]; waits?: number[]; cpu?: number };
+type Gc = { count: number; total: number; longest: number; pauses: [number, number][]; waits?: number[]; cpu?: number; young?: number };
 const gcText = (gc: Gc | undefined) => (gc ? `${gc.count} / ${fmt(gc.total)} / ${fmt(gc.longest)}` : '-');
 
 /** p50 / p99 of some milliseconds, as text. */
@@ -536,11 +585,10 @@ function printTail(written: { at: Map<number, Map<number, number>>; waitAt: Map<
 export async function benchFollow(): Promise<Record<string, number>> {
   const dir = await mkdtemp(join(tmpdir(), 'ra-bench-follow-'));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', api_key: 'sk-bench' }));
+  const { followers: followersThreads, sender: senderThread } = await clientThreads(FOLLOWER_THREADS, process.env.SENDER_WITH_FOLLOWERS === '1');
   const service = await serviceClass().open({ dataDir: dir, host: '127.0.0.1', port: 0, provider: () => streamingProvider() });
   const { port } = await service.start();
   const url = `ws://127.0.0.1:${port}/ws`;
-  const followersThreads = Array.from({ length: FOLLOWER_THREADS }, () => runner());
-  const senderThread = process.env.SENDER_WITH_FOLLOWERS === '1' ? followersThreads[0]! : runner();
   const results: Record<string, number> = {};
   const trace = process.env.FOLLOW_SPLIT === '1' ? traceWrites() : undefined;
   try {
@@ -549,6 +597,7 @@ export async function benchFollow(): Promise<Record<string, number>> {
       // The followers spread evenly over their threads.
       const share = (thread: number) => Math.floor((followers * (thread + 1)) / FOLLOWER_THREADS) - Math.floor((followers * thread) / FOLLOWER_THREADS);
       await Promise.all(followersThreads.map((thread, i) => thread.run({ kind: 'followersStart', url, token: TOKEN, followers: share(i), conversationId })));
+      await Promise.all([...new Set([senderThread, ...followersThreads])].map((thread) => thread.run({ kind: 'stageStart' })));
       trace?.gcTaken();
       const schedBefore = mainThreadSched();
       const [streamed, ...collected] = await Promise.all([
@@ -580,6 +629,13 @@ export async function benchFollow(): Promise<Record<string, number>> {
       console.log(
         `${PIECES} pieces, ${followers} follower(s): sender p50 ${fmt(s50)} ms p99 ${fmt(s99)} ms; slowest follower p50 ${fmt(f50)} ms p99 ${fmt(f99)} ms; ` +
           `p99 ratio ${fmt(f99 / s99)} (goal < 1.5 at 100, issue 25); p99 of each piece's slowest follower ${fmt(pieceSlowest99)} ms (${fmt(pieceSlowest99 / s99)}x)`,
+      );
+      // The clients' threads' collections in the stage: the bench's own, printed beside its row.
+      const ownThread = streamed.gc ?? collected[0]!.gc;
+      console.log(
+        `  the clients' threads in the stage (their heaps ${process.env.FOLLOW_CLIENT_HEAP === 'old' ? 'left as they were, FOLLOW_CLIENT_HEAP=old' : 'collected before it'}): ` +
+          `gc (count / total / longest ms) the sender's ${gcText(ownThread)}, the followers' ${collected.map((c) => gcText(c.gc)).join('; ')}; ` +
+          `young generation grown ${fmt(ownThread?.young ?? NaN)} / ${collected.map((c) => fmt(c.gc?.young ?? NaN)).join(', ')} MB`,
       );
       if (trace) {
         const serviceGc = trace.gcTaken();

@@ -247,14 +247,14 @@ const state = {};
 // This thread's garbage collection pauses while a stage streams (count, total, longest ms; printed for
 // every stage, one observer entry a collection, nothing a frame).
 const { PerformanceObserver } = require('node:perf_hooks');
-const gc = { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN, youngFrom: NaN, from: Infinity };
+const stageGc = { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN, youngFrom: NaN, from: Infinity };
 new PerformanceObserver((list) => {
-  if (!gc.on) return;
+  if (!stageGc.on) return;
   // Entries come after their collection: one begun before the stage (settle's own) is not the stage's.
-  for (const e of list.getEntries()) if (e.startTime >= gc.from) (gc.count += 1), (gc.total += e.duration), (gc.longest = Math.max(gc.longest, e.duration)), gc.pauses.push([performance.timeOrigin + e.startTime, e.duration]);
+  for (const e of list.getEntries()) if (e.startTime >= stageGc.from) (stageGc.count += 1), (stageGc.total += e.duration), (stageGc.longest = Math.max(stageGc.longest, e.duration)), stageGc.pauses.push([performance.timeOrigin + e.startTime, e.duration]);
 }).observe({ entryTypes: ['gc'] });
 /** This thread's young generation in use (MB): with no collection in a stage, its growth is what the stage's reading allocated. */
-const { getHeapSpaceStatistics, setFlagsFromString } = require('node:v8');
+const { getHeapSpaceStatistics } = require('node:v8');
 const young = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').space_used_size / 2 ** 20;
 // Each client thread's heap is collected whole just before each stage (the default; FOLLOW_CLIENT_HEAP=old:
 // not, as before s35). Left alone, V8's memory reducer (a full collection about 8 s after a heap has grown,
@@ -263,25 +263,25 @@ const young = () => getHeapSpaceStatistics().find((space) => space.space_name ==
 // a hundred sockets' objects, paused the longer: the bench's timing, not the service's delivery. Collected
 // before the stage, neither thread carries anything into it and the reducer's next turn moves 8 s on
 // (docs/design.md "... (s35, follow35)"). The same code and settings on both threads.
-const settled = process.env.FOLLOW_CLIENT_HEAP !== 'old';
-const collectAll = settled ? (setFlagsFromString('--expose-gc'), require('node:vm').runInNewContext('gc')) : undefined;
+// (The main thread made this thread with V8's gc() on its global: clientThreads.)
+const collectAll = typeof globalThis.gc === 'function' ? globalThis.gc : undefined;
 function settle() {
   collectAll?.();
   return {};
 }
 /** This stage's collections (count, total, longest ms; each pause's start and length), young generation grown (MB) and each piece's wait sample; then reset for the next. */
 const gcTaken = () => {
-  const taken = { count: gc.count, total: gc.total, longest: gc.longest, pauses: gc.pauses, young: young() - gc.youngFrom, waits: Array.from(pieceWait.subarray(0, sampled)), cpu: ran() - gc.ranFrom };
-  Object.assign(gc, { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN, youngFrom: NaN, from: Infinity });
+  const taken = { count: stageGc.count, total: stageGc.total, longest: stageGc.longest, pauses: stageGc.pauses, young: young() - stageGc.youngFrom, waits: Array.from(pieceWait.subarray(0, sampled)), cpu: ran() - stageGc.ranFrom };
+  Object.assign(stageGc, { count: 0, total: 0, longest: 0, on: false, pauses: [], ranFrom: NaN, youngFrom: NaN, from: Infinity });
   sampled = 0;
   return taken;
 };
 /** The stage starts for this thread: its collections counted from here. */
 const stageFrom = () => {
-  gc.on = true;
-  gc.from = performance.now();
-  gc.ranFrom = ran();
-  gc.youngFrom = young();
+  stageGc.on = true;
+  stageGc.from = performance.now();
+  stageGc.ranFrom = ran();
+  stageGc.youngFrom = young();
 };
 
 async function senderStart({ url, token }) {
@@ -380,16 +380,21 @@ function runner() {
  * CLIENT_SEMI_SPACE_MB from the start (V8 starts one at 1 MB and grows it only as objects survive, so the
  * followers' thread, which allocates some 3-4 MB reading a 100-follower stage, scavenged 3-5 times in it and
  * the sender's thread none), set with V8's flag while these threads' heaps are made and put back before the
- * service opens (it is read once, when a heap is made). `FOLLOW_CLIENT_HEAP=old`: V8's defaults, as before.
+ * service opens (it is read once, when a heap is made). `FOLLOW_CLIENT_HEAP=old`: V8's defaults, as before
+ * (`collected`: the heaps collected before each stage only; `young`: this semi-space only).
  */
 const CLIENT_SEMI_SPACE_MB = 16;
 async function clientThreads(followerThreads: number, senderWithFollowers: boolean) {
-  const settled = process.env.FOLLOW_CLIENT_HEAP !== 'old';
-  if (settled) setFlagsFromString(`--min-semi-space-size=${CLIENT_SEMI_SPACE_MB}`);
+  const heap = process.env.FOLLOW_CLIENT_HEAP ?? '';
+  const [young, collected] = [!['old', 'collected'].includes(heap), !['old', 'young'].includes(heap)];
+  // Both flags are read when a heap and its context are made: set for these threads only.
+  if (young) setFlagsFromString(`--min-semi-space-size=${CLIENT_SEMI_SPACE_MB}`);
+  if (collected) setFlagsFromString('--expose-gc');
   const followers = Array.from({ length: followerThreads }, () => runner());
   const sender = senderWithFollowers ? followers[0]! : runner();
   await Promise.all([sender, ...followers].map((thread) => thread.online));
-  if (settled) setFlagsFromString('--min-semi-space-size=0');
+  if (young) setFlagsFromString('--min-semi-space-size=0');
+  if (collected) setFlagsFromString('--no-expose-gc');
   return { followers, sender };
 }
 
@@ -633,7 +638,7 @@ export async function benchFollow(): Promise<Record<string, number>> {
       // The clients' threads' collections in the stage: the bench's own, printed beside its row.
       const ownThread = streamed.gc ?? collected[0]!.gc;
       console.log(
-        `  the clients' threads in the stage (their heaps ${process.env.FOLLOW_CLIENT_HEAP === 'old' ? 'left as they were, FOLLOW_CLIENT_HEAP=old' : 'collected before it'}): ` +
+        `  the clients' threads in the stage (their heaps ${process.env.FOLLOW_CLIENT_HEAP ? `FOLLOW_CLIENT_HEAP=${process.env.FOLLOW_CLIENT_HEAP}` : 'collected before it, young generations of 16 MB'}): ` +
           `gc (count / total / longest ms) the sender's ${gcText(ownThread)}, the followers' ${collected.map((c) => gcText(c.gc)).join('; ')}; ` +
           `young generation grown ${fmt(ownThread?.young ?? NaN)} / ${collected.map((c) => fmt(c.gc?.young ?? NaN)).join(', ')} MB`,
       );

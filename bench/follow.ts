@@ -21,6 +21,16 @@
 // (`FOLLOW_DUMP=<path>` with it: each stage's pieces and writes as JSON). `FOLLOWER_THREADS=n` spreads the
 // followers over n threads (the sender on the first), for comparing (docs/design.md, "Where a
 // follower's delay goes": on 2 cores each thread more takes the core from the others).
+// The clients' heaps (s35, follow35): both client threads are made with a 16 MB young generation and each
+// is collected whole just before every stage, so that neither collects while a stage streams; each stage
+// prints the clients' collections in it and what their young generations grew. A fix of the bench, not of
+// the service: before, V8's memory reducer came due about 8 s after the threads started, in the
+// 100-follower stage, on both threads (`--trace-gc`: pauses of 2-17 ms), and the followers' thread,
+// allocating 7-9 MB a 100-follower stage into a 1 MB semi-space, scavenged 2-4 times in it while the
+// sender's (0.2-0.8 MB) did not: in 10 runs the followers' thread collected in the stage in all 10, the
+// sender's in 3, after it in none. It did not move the row at load 1-6 (docs/design.md "... (s35,
+// follow35)": the misses there are the followers' thread's waits for a core). `FOLLOW_CLIENT_HEAP=old`:
+// as before (`collected`: the collection before each stage only; `young`: the young generation only).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';

@@ -19,10 +19,13 @@ interface Run {
   load: number;
   /** The clients' threads' collections in the 100-follower stage (count, longest ms), when the tree's bench prints them (s35). */
   clientGc?: { sender: [number, number]; followers: [number, number] };
+  /** The ratio with each piece stamped at its thread's wake (s35), when the tree's bench prints it. */
+  woke?: number;
 }
 
 const ROW = /100 follower\(s\): sender p50 ([\d.]+) ms p99 ([\d.]+) ms; slowest follower p50 ([\d.]+) ms p99 ([\d.]+) ms; p99 ratio ([\d.]+)/;
 
+const WOKE = /stamped at the first read of the thread's wake[^\n]*ratio ([\d.]+)/;
 const CLIENT_GC = /gc \(count \/ total \/ longest ms\) the sender's (\d+) \/ [\d.]+ \/ ([\d.]+), the followers' (\d+) \/ [\d.]+ \/ ([\d.]+)/;
 
 /** A side's own settings (`NAME=value NAME=value`), added to this process's environment for its runs. */
@@ -42,7 +45,8 @@ function runOnce(tree: string, env: Record<string, string>): Run {
   const [s50, s99, f50, f99, ratio] = row.slice(1).map(Number) as [number, number, number, number, number];
   const gc = CLIENT_GC.exec(out.stdout.slice(row.index));
   const clientGc = gc ? { sender: [Number(gc[1]), Number(gc[2])] as [number, number], followers: [Number(gc[3]), Number(gc[4])] as [number, number] } : undefined;
-  return { ratio, sender: [s50, s99], follower: [f50, f99], load, clientGc };
+  const woke = WOKE.exec(out.stdout.slice(row.index));
+  return { ratio, sender: [s50, s99], follower: [f50, f99], load, clientGc, woke: woke ? Number(woke[1]) : undefined };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -60,6 +64,7 @@ function main(): void {
       side.runs.push(run);
       console.log(
         `round ${round + 1} ${side.name}: ratio ${fmt(run.ratio)}, sender ${fmt(run.sender[0])} / ${fmt(run.sender[1])} ms, slowest follower ${fmt(run.follower[0])} / ${fmt(run.follower[1])} ms, load ${run.load}` +
+          (run.woke !== undefined ? `; stamped at the wake ${fmt(run.woke)}` : '') +
           (run.clientGc
             ? `; clients' gc in the stage (count, longest ms): sender's ${run.clientGc.sender[0]}, ${fmt(run.clientGc.sender[1])}, followers' ${run.clientGc.followers[0]}, ${fmt(run.clientGc.followers[1])}`
             : ''),
@@ -80,6 +85,9 @@ function main(): void {
         `sender p50 / p99 ${fmt(median(runs.map((r) => r.sender[0])))} / ${fmt(median(runs.map((r) => r.sender[1])))} ms, ` +
         `slowest follower ${fmt(median(runs.map((r) => r.follower[0])))} / ${fmt(median(runs.map((r) => r.follower[1])))} ms (medians); ` +
         `load ${fmt(Math.min(...loads), 1)}-${fmt(Math.max(...loads), 1)}` +
+        (runs.some((r) => r.woke !== undefined)
+          ? `; stamped at the wake: under 1.5 in ${runs.filter((r) => (r.woke ?? Infinity) < 1.5).length} / ${runs.length}, median ${fmt(median(runs.map((r) => r.woke ?? NaN)))}`
+          : '') +
         `; runs whose followers' thread collected in the stage ${runs.filter((r) => (r.clientGc?.followers[0] ?? 0) > 0).length}, whose sender's did ${runs.filter((r) => (r.clientGc?.sender[0] ?? 0) > 0).length}`,
     );
   }

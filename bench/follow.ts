@@ -230,8 +230,19 @@ const PIECE_EVENT = Buffer.from('{"event":"chat.delta"');
 const ENDED_EVENT = Buffer.from('{"event":"turn.ended"');
 /** Whether the frame bytes[start, end) begins with the prefix (no copy, nothing read past the frame). */
 const startsWith = (bytes, start, end, prefix) => end - start >= prefix.length && bytes.compare(prefix, 0, prefix.length, start, start + prefix.length) === 0;
+// A second stamp of each piece, beside the row's: the time of the first read of the thread's wake in which
+// it was read (its poll phase; a setImmediate marks the phase's end). Every socket read in one wake was
+// ready when the thread woke, so this takes out the order in which one thread reads a hundred sockets
+// (a follower on its own device reads one), and nothing else; the sender's thread, one socket, reads
+// alike with either stamp (docs/design.md "... (s35, follow35)"). Printed beside the row, not the row.
+let wakeAt = NaN;
+const wakeEnds = () => (wakeAt = NaN);
+const wakeStamp = (arrived) => {
+  if (Number.isNaN(wakeAt)) (wakeAt = arrived), setImmediate(wakeEnds);
+  return wakeAt;
+};
 function collector() {
-  const c = { produced: new Float64Array(1024), read: new Float64Array(1024), count: 0, armed: false, ended: () => undefined };
+  const c = { produced: new Float64Array(1024), read: new Float64Array(1024), woke: new Float64Array(1024), count: 0, armed: false, ended: () => undefined };
   c.done = new Promise((resolve) => (c.ended = resolve));
   c.onFrame = (bytes, start, end, arrived) => {
     if (!c.armed) return;
@@ -241,6 +252,7 @@ function collector() {
       if (c.count === c.produced.length) throw new Error('more pieces than the bench asks for');
       c.produced[c.count] = numberAt(bytes, at + DELTA.length, bytes.indexOf(59, at));
       c.read[c.count] = arrived;
+      c.woke[c.count] = wakeStamp(arrived);
       if (split && c.count >= sampled) (pieceWait[c.count] = waited()), (sampled = c.count + 1);
       c.count += 1;
     } else if (startsWith(bytes, start, end, ENDED_EVENT)) c.ended();
@@ -248,6 +260,7 @@ function collector() {
   // Each piece's [produced, read]: its delay is read - produced.
   c.pieces = () => Array.from({ length: c.count }, (_, i) => [c.produced[i], c.read[i]]);
   c.delays = () => Array.from({ length: c.count }, (_, i) => c.read[i] - c.produced[i]);
+  c.wokeDelays = () => Array.from({ length: c.count }, (_, i) => c.woke[i] - c.produced[i]);
   return c;
 }
 
@@ -326,15 +339,16 @@ async function senderStream({ pieces, paceMs, conversationId }) {
   await state.sender.done;
   state.senderClient.close();
   // On the followers' thread (the default) their collect takes this thread's figures.
-  return { delays: state.sender.delays(), pieces: state.sender.pieces(), port: state.senderClient.port, gc: state.watchers === undefined ? gcTaken() : undefined };
+  return { delays: state.sender.delays(), wokeDelays: state.sender.wokeDelays(), pieces: state.sender.pieces(), port: state.senderClient.port, gc: state.watchers === undefined ? gcTaken() : undefined };
 }
 
 async function followersCollect() {
   await Promise.all(state.watchers.map((w) => w.c.done));
   const delays = state.watchers.map((w) => w.c.delays());
+  const wokeDelays = state.watchers.map((w) => w.c.wokeDelays());
   const received = state.watchers.map((w) => ({ port: w.client.port, pieces: w.c.pieces() }));
   for (const w of state.watchers) w.client.close();
-  return { delays, received, gc: gcTaken() };
+  return { delays, wokeDelays, received, gc: gcTaken() };
 }
 
 async function catchUp({ url, token, pieces }) {
@@ -616,8 +630,8 @@ export async function benchFollow(): Promise<Record<string, number>> {
       trace?.gcTaken();
       const schedBefore = mainThreadSched();
       const [streamed, ...collected] = await Promise.all([
-        senderThread.run<{ delays: number[]; pieces: [number, number][]; port: number; gc?: Gc }>({ kind: 'senderStream', pieces: PIECES, paceMs: PACE_MS, conversationId }),
-        ...followersThreads.map((thread) => thread.run<{ delays: number[][]; received: Received[]; gc?: Gc }>({ kind: 'followersCollect' })),
+        senderThread.run<{ delays: number[]; wokeDelays: number[]; pieces: [number, number][]; port: number; gc?: Gc }>({ kind: 'senderStream', pieces: PIECES, paceMs: PACE_MS, conversationId }),
+        ...followersThreads.map((thread) => thread.run<{ delays: number[][]; wokeDelays: number[][]; received: Received[]; gc?: Gc }>({ kind: 'followersCollect' })),
       ]);
       const schedAfter = mainThreadSched();
       const [serviceCpuMs, serviceWaitMs] = [schedAfter.run - schedBefore.run, schedAfter.wait - schedBefore.wait];
@@ -644,6 +658,16 @@ export async function benchFollow(): Promise<Record<string, number>> {
       console.log(
         `${PIECES} pieces, ${followers} follower(s): sender p50 ${fmt(s50)} ms p99 ${fmt(s99)} ms; slowest follower p50 ${fmt(f50)} ms p99 ${fmt(f99)} ms; ` +
           `p99 ratio ${fmt(f99 / s99)} (goal < 1.5 at 100, issue 25); p99 of each piece's slowest follower ${fmt(pieceSlowest99)} ms (${fmt(pieceSlowest99 / s99)}x)`,
+      );
+      // Beside the row: the same ratio with each piece stamped at its thread's wake (the reading order in one thread taken out).
+      const p99Of = (values: number[]) =>
+        percentile(
+          [...values].sort((a, b) => a - b),
+          99,
+        );
+      const [wokeS99, wokeF99] = [p99Of(streamed.wokeDelays), Math.max(...collected.flatMap((c) => c.wokeDelays).map(p99Of))];
+      console.log(
+        `  stamped at the first read of the thread's wake (a hundred sockets' reading order in one thread taken out, both sides alike): sender p99 ${fmt(wokeS99)} ms, slowest follower p99 ${fmt(wokeF99)} ms, ratio ${fmt(wokeF99 / wokeS99)}`,
       );
       // The clients' threads' collections in the stage: the bench's own, printed beside its row.
       const ownThread = streamed.gc ?? collected[0]!.gc;

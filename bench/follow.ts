@@ -27,10 +27,13 @@
 // the service: before, V8's memory reducer came due about 8 s after the threads started, in the
 // 100-follower stage, on both threads (`--trace-gc`: pauses of 2-17 ms), and the followers' thread,
 // allocating 7-9 MB a 100-follower stage into a 1 MB semi-space, scavenged 2-4 times in it while the
-// sender's (0.2-0.8 MB) did not: in 10 runs the followers' thread collected in the stage in all 10, the
-// sender's in 3, after it in none. It did not move the row at load 1-6 (docs/design.md "... (s35,
-// follow35)": the misses there are the followers' thread's waits for a core). `FOLLOW_CLIENT_HEAP=old`:
-// as before (`collected`: the collection before each stage only; `young`: the young generation only).
+// sender's (0.2-0.8 MB) did not: in 40 runs the followers' thread collected in the stage in all 40, the
+// sender's in 9; after the change neither in any of 40. It did not move the row at load 1-6 (27 / 40
+// under 1.5 before, 25 / 40 after, interleaved; docs/design.md "The clients' heaps, and the followers'
+// thread's waits for a core (s35, follow35)": the misses there were the threads' waits for a core).
+// `FOLLOW_CLIENT_HEAP=old`: as before (`collected`: the collection before each stage only; `young`: the
+// young generation only). Beside the row, each stage also prints the ratio with every piece stamped at
+// the first read of its thread's wake (one thread's reading order of a hundred sockets taken out).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -234,7 +237,7 @@ const startsWith = (bytes, start, end, prefix) => end - start >= prefix.length &
 // it was read (its poll phase; a setImmediate marks the phase's end). Every socket read in one wake was
 // ready when the thread woke, so this takes out the order in which one thread reads a hundred sockets
 // (a follower on its own device reads one), and nothing else; the sender's thread, one socket, reads
-// alike with either stamp (docs/design.md "... (s35, follow35)"). Printed beside the row, not the row.
+// alike with either stamp (docs/design.md "The clients' heaps ... (s35, follow35)"). Printed beside the row, not the row.
 let wakeAt = NaN;
 const wakeEnds = () => (wakeAt = NaN);
 const wakeStamp = (arrived) => {
@@ -285,7 +288,7 @@ const young = () => getHeapSpaceStatistics().find((space) => space.space_name ==
 // whichever stage they fell, mostly the 100 followers' (about 8 s in), and the followers' thread, holding
 // a hundred sockets' objects, paused the longer: the bench's timing, not the service's delivery. Collected
 // before the stage, neither thread carries anything into it and the reducer's next turn moves 8 s on
-// (docs/design.md "... (s35, follow35)"). The same code and settings on both threads.
+// (docs/design.md "The clients' heaps ... (s35, follow35)"). The same code and settings on both threads.
 // (The main thread made this thread with V8's gc() on its global: clientThreads.)
 const collectAll = typeof globalThis.gc === 'function' ? globalThis.gc : undefined;
 function settle() {

@@ -126,9 +126,9 @@ export async function benchAgent(): Promise<Record<string, number>> {
         console.log(
           `agent turn, ${toolCalls} tool calls, ${conversations} conversation(s): ${fmt(r.turnsPerSecond, 0)} turns/s, ` +
             `latency mean ${fmt(r.mean)} ms p50 ${fmt(r.p50)} ms p99 ${fmt(r.p99)} ms; ` +
-            `mean = ${fmt(r.mean / r.write.mean, 1)}x one durable write (mean ${fmt(r.write.mean)} ms, p50 ${fmt(r.write.p50)} ms; ` +
-            `${SLICES} slices alternating with the turns', each after a ${SETTLE_MS} ms pause), p50 = ${fmt(r.p50 / r.write.p50, 1)}x the write's p50; ` +
-            `against one block of writes before the turns (the method before s14): ${fmt(r.mean / mean(block), 1)}x (${fmt(mean(block))} ms); ` +
+            `mean = ${fmt(r.mean / r.write.mean, 2)}x one durable write (mean ${fmt(r.write.mean)} ms, p50 ${fmt(r.write.p50)} ms; ` +
+            `${SLICES} slices alternating with the turns', each after a ${SETTLE_MS} ms pause), p50 = ${fmt(r.p50 / r.write.p50, 2)}x the write's p50; ` +
+            `against one block of writes before the turns (the method before s14): ${fmt(r.mean / mean(block), 2)}x (${fmt(mean(block))} ms); ` +
             (runsBundle ? 'the service built by esbuild (dist/bench-service.js)' : 'src through tsx (BENCH_SOURCE=1)'),
         );
       }

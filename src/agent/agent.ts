@@ -247,7 +247,9 @@ export class Agent {
       },
     });
     this.compactor = new Compactor(deps.store, deps.logger, new Transcripts({ kept: (id) => this.history.holds(id) }));
-    this.views = new RequestViews({ kept: (id) => this.history.holds(id) });
+    // The history cache adds to a conversation's rows and cuts them from the front, and lets go of them
+    // (`forgotten`, above) before giving any other objects: a view's overlap is checked at its ends.
+    this.views = new RequestViews({ kept: (id) => this.history.holds(id), appendOnly: true });
     this.context = context ?? new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
   }
 

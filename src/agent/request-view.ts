@@ -89,9 +89,17 @@ export class RequestViews {
   private readonly views = new Map<string, View>();
   /** Whether a conversation's view may be kept: its rows held by the history cache too (no more memory than it counts). */
   private readonly kept: (conversationId: string) => boolean;
+  private readonly appendOnly: boolean;
 
-  constructor(options: { kept?: (conversationId: string) => boolean } = {}) {
+  /**
+   * `appendOnly`: the caller's word that, until it calls `forget` for a conversation, the rows it gives are
+   * the rows it gave before (the very objects), cut from the front and added to at the end, and nothing
+   * else (the history cache's: a re-read, a cut or an eviction makes it forget, agent.ts). The overlap is
+   * then checked at its two ends only, not row by row (a 500-row window compared at every step).
+   */
+  constructor(options: { kept?: (conversationId: string) => boolean; appendOnly?: boolean } = {}) {
     this.kept = options.kept ?? (() => true);
+    this.appendOnly = options.appendOnly === true;
   }
 
   /** Lets go of a conversation's view (deleted, or no longer held by the history cache). */
@@ -111,7 +119,7 @@ export class RequestViews {
     const key = rows[0].conversation_id;
     const last = this.views.get(key);
     this.views.delete(key);
-    const view = (last && extended(last, rows, shaping)) ?? made(rows, shaping);
+    const view = (last && extended(last, rows, shaping, this.appendOnly)) ?? made(rows, shaping);
     if (this.kept(key)) {
       this.views.set(key, view);
       for (const [id] of this.views) {
@@ -161,16 +169,19 @@ function made(rows: readonly MessageRow[], shaping: Shaping): View {
 
 /**
  * `last` extended to `rows`, or undefined when it cannot be: another shaping, or `rows` not `last.rows`
- * slid on (cut from the front) and grown (rows added at the end), every overlapping row the same object.
+ * slid on (cut from the front) and grown (rows added at the end), every overlapping row the same object
+ * (`appendOnly`: the caller vouches for the rows between the overlap's ends; RequestViews).
  * The parts cut into at the front and the last part (rows may have been added to it) are made again.
  */
-function extended(last: View, rows: readonly MessageRow[], shaping: Shaping): View | undefined {
+function extended(last: View, rows: readonly MessageRow[], shaping: Shaping, appendOnly: boolean): View | undefined {
   if (last.shaping.names !== shaping.names || last.shaping.readable !== shaping.readable) return undefined;
   const old = last.rows;
   const shift = indexOf(old, rows[0]);
   if (shift < 0) return undefined;
   // Fewer rows than before from there (rows[i - shift] undefined) fail this too.
-  for (let i = shift; i < old.length; i += 1) if (old[i] !== rows[i - shift]) return undefined;
+  if (appendOnly) {
+    if (old[old.length - 1] !== rows[old.length - 1 - shift]) return undefined;
+  } else for (let i = shift; i < old.length; i += 1) if (old[i] !== rows[i - shift]) return undefined;
   const view = last;
   const parts = view.partRow.length;
   // The first kept part: the first beginning at or after rows[0] (its ordinal `start`).

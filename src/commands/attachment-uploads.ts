@@ -39,6 +39,11 @@ const formatMiB = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;
  */
 export class AttachmentUploads {
   private readonly uploads = new Map<string, Upload>();
+  /**
+   * Unsent uploads a chat names that waits in line (accepted behind a running turn: its message, which binds
+   * them, is stored when its turn comes), by id, with how many chats hold each: never pushed out (`keepNewestUnsent`).
+   */
+  private readonly held = new Map<string, number>();
   constructor(
     private readonly store: Pick<Store, 'blobs' | 'attachments' | 'db'>,
     private readonly idleTimeoutMs = UPLOAD_IDLE_TIMEOUT_MS,
@@ -52,6 +57,7 @@ export class AttachmentUploads {
     if (mine + command.size > MAX_UPLOAD_BYTES_PER_USER) {
       throw new ServiceError('rate_limited', `uploads in progress would exceed ${formatMiB(MAX_UPLOAD_BYTES_PER_USER)}: finish them first (or let them expire)`);
     }
+    this.roomBesideHeld(uploader, command.size);
     if (this.inFlight(() => true) + command.size > MAX_UPLOAD_BYTES_TOTAL) {
       throw new ServiceError('rate_limited', 'the service is receiving too many uploads at once: try again shortly');
     }
@@ -95,6 +101,8 @@ export class AttachmentUploads {
       throw new ServiceError('invalid_request', `the upload is incomplete: ${upload.chunks.length} of ${chunks} chunks received (send chunk ${upload.chunks.length} next)`);
     }
     this.drop(upload);
+    // Checked again: a chat accepted since its begin may hold more of the person's files now.
+    this.roomBesideHeld(uploader, upload.size);
     const bytes = Buffer.concat(upload.chunks);
     if (hashBytes(bytes) !== upload.sha256) {
       throw new ServiceError('invalid_request', `the bytes received do not match sha256: the upload of ${upload.name} is dropped, send it again`);
@@ -110,9 +118,48 @@ export class AttachmentUploads {
     return info;
   }
 
-  /** The person's unsent uploads past the bound (unsentBeyondBound) forgotten, and their bytes nothing else refers to removed. */
+  /**
+   * Holds these uploads while a chat naming them waits for its turn (until `release` is called): they keep
+   * their places in their person's bound and newer uploads never push them out.
+   */
+  hold(attachmentIds: readonly string[]): () => void {
+    for (const id of attachmentIds) this.held.set(id, (this.held.get(id) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      for (const id of attachmentIds) {
+        const count = (this.held.get(id) ?? 1) - 1;
+        if (count > 0) this.held.set(id, count);
+        else this.held.delete(id);
+      }
+    };
+  }
+
+  /**
+   * Refuses an upload when the person's files that waiting chats hold fill the bound: kept, it would be pushed
+   * out at once (the held ones never are), and the bound stays the person's, held files included.
+   */
+  private roomBesideHeld(uploader: string, size: number): void {
+    const waiting = this.heldOf(uploader);
+    if (waiting.length >= MAX_UNSENT_ATTACHMENTS || waiting.reduce((n, row) => n + row.size, 0) + size > MAX_UNSENT_ATTACHMENT_BYTES) {
+      throw new ServiceError('rate_limited', `${waiting.length} of your files wait in queued messages (the most kept): attach this once they have started`);
+    }
+  }
+
+  /** The person's unsent uploads a waiting chat holds (none held at all: no query). */
+  private heldOf(uploader: string): UnsentAttachment[] {
+    return this.held.size === 0 ? [] : this.store.attachments.unsentOf(uploader).filter((row) => this.held.has(row.id));
+  }
+
+  /**
+   * The person's unsent uploads past the bound (unsentBeyondBound) forgotten, and their bytes nothing else
+   * refers to removed. Those a waiting chat holds count first and stay (`begin` keeps them under the bound).
+   */
   private async keepNewestUnsent(uploader: string): Promise<void> {
-    const beyond = unsentBeyondBound(this.store.attachments.unsentOf(uploader));
+    const unsent = this.store.attachments.unsentOf(uploader);
+    const isHeld = (row: UnsentAttachment) => this.held.has(row.id);
+    const beyond = unsentBeyondBound([...unsent.filter(isHeld), ...unsent.filter((row) => !isHeld(row))]).filter((row) => !isHeld(row));
     if (beyond.length === 0) return;
     await this.store.blobs.collect(blobReferences(this.store.db), await this.store.attachments.dropUnsent(beyond));
   }

@@ -108,14 +108,24 @@ export const handlers: HandlerMap = {
   async chat(command, session, ctx) {
     // Checked before the turn starts (a resend gets the original result unchecked): a chat naming an
     // attachment it may not use, or too much context, is refused whole.
+    // Its files are held from the check until the chat is answered: waiting behind a running turn, the message
+    // (which binds them) is stored only when its turn comes, and newer uploads must not push them out meanwhile.
+    let release = (): void => undefined;
     const check = () => {
       const contextSize = contextChars(command.context ?? []);
       if (contextSize > MAX_CONTEXT_CHARS) {
         throw new ServiceError('payload_too_large', `the context holds ${contextSize} characters of text; at most ${MAX_CONTEXT_CHARS} may be sent with one message (remove a chip, or select less)`);
       }
-      return chatAttachments(command.attachments, session, ctx);
+      const attachments = chatAttachments(command.attachments, session, ctx);
+      release(); // Checked again (were it ever): one hold, not two.
+      release = ctx.uploads.hold(attachments.map((a) => a.attachment_id));
+      return attachments;
     };
-    return ctx.turns.run({ session, requestId: command.id, message: { kind: 'chat', command, check } });
+    try {
+      return await ctx.turns.run({ session, requestId: command.id, message: { kind: 'chat', command, check } });
+    } finally {
+      release();
+    }
   },
 
   async retry_turn(command, session, ctx) {

@@ -111,6 +111,33 @@ test('rows gone from the window (fewer than before, or other rows at the same se
   assert.deepEqual(view(views, other, shaping), cold(other, shaping));
 });
 
+test('appendOnly (the history cache vouches for the rows between the ends): sliding, growing, fewer rows, the ends read again, and forget: every request is the cold rebuild', () => {
+  const shaping = { names: NAMES, readable: true };
+  const all = conversation(40);
+  for (const window of [all.length, 25, 7, 2]) {
+    const views = new RequestViews({ appendOnly: true });
+    for (let end = 1; end <= all.length; end += 1) {
+      const rows = all.slice(Math.max(0, end - window), end);
+      assert.deepEqual(view(views, rows, shaping), cold(rows, shaping), `window ${window}, rows up to ${end}`);
+    }
+  }
+  const views = new RequestViews({ appendOnly: true });
+  const rows = all.slice(0, 30);
+  view(views, rows, shaping);
+  // Fewer rows than before (the window's end gone: an undone turn), then the last row read again as another object.
+  const fewer = all.slice(0, 27);
+  assert.deepEqual(view(views, fewer, shaping), cold(fewer, shaping), 'fewer rows');
+  const lastAgain = [...all.slice(0, 26), { ...all[26], content: 'cut to a stub' }, ...all.slice(27, 31)];
+  assert.deepEqual(view(views, lastAgain, shaping), cold(lastAgain, shaping), "the overlap's last row another object");
+  // The first row another object: not found where the view starts.
+  const firstAgain = [{ ...lastAgain[0], content: 'cut' }, ...lastAgain.slice(1)];
+  assert.deepEqual(view(views, firstAgain, shaping), cold(firstAgain, shaping), 'the first row another object');
+  // A row between the ends changed: the caller forgets first (the history cache's re-read tells the agent's views so).
+  const middle = firstAgain.map((r, j) => (j === 10 ? { ...r, content: 'changed in the middle' } : r));
+  views.forget('c');
+  assert.deepEqual(view(views, middle, shaping), cold(middle, shaping), 'a middle row changed, after forget');
+});
+
 test('another tool list (other model names) or the note on or off: the messages are shaped again', () => {
   const all = conversation(12);
   const views = new RequestViews();

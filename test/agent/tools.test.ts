@@ -548,6 +548,54 @@ test('memory tools: remember in one conversation, recall in another, forget', LI
 // ---------------------------------------------------------------------------------------------
 // Registry
 
+test('registry: the same merged list while every source gives the same list (or none), a new one once any source gives another', async () => {
+  const a: Tool[] = [{ name: 'a', description: 'A.', parameters: {}, inputSchema: { type: 'object', properties: {} }, run: async () => ({ content: 'a' }) } as unknown as Tool];
+  let b: Tool[] = [];
+  let area: Tool[] = [];
+  const registry = new ToolRegistry([
+    { name: 'fixed', followsArea: true, tools: async () => a },
+    // A fresh empty array at each listing (a custom source without tools): still the same list.
+    { name: 'changing', tools: async () => [...b] },
+    { name: 'confined', followsArea: true, tools: async (where) => (where ? area : []) },
+  ]);
+  const first = await registry.list();
+  assert.deepEqual(
+    first.map((t) => t.name),
+    ['a'],
+  );
+  assert.equal(await registry.list(), first, 'nothing changed: the same array');
+  b = [{ ...a[0], name: 'b' }];
+  const second = await registry.list();
+  assert.notEqual(second, first);
+  assert.deepEqual(
+    second.map((t) => t.name),
+    ['a', 'b'],
+    'a source that gives another list: merged again',
+  );
+  assert.notEqual(await registry.list(), second, 'a source that gives a new array each time (with tools) is merged each time');
+  const roots = { roots: ['/x'] } as unknown as Parameters<ToolRegistry['list']>[0];
+  area = [{ ...a[0], name: 'c' }];
+  const inArea = await registry.list(roots);
+  assert.deepEqual(
+    inArea.map((t) => t.name),
+    ['a', 'c'],
+    'an area: only the sources that follow it',
+  );
+  assert.equal(await registry.list(roots), inArea);
+  area = [{ ...a[0], name: 'd' }];
+  assert.deepEqual(
+    (await registry.list(roots)).map((t) => t.name),
+    ['a', 'd'],
+    'the confined list changed: merged again',
+  );
+  b = [];
+  assert.deepEqual(
+    (await registry.list()).map((t) => t.name),
+    ['a'],
+    'the tools gone: merged again',
+  );
+});
+
 test('registry lists the tools of every source, first source wins, follows changes, survives a failing source', LIMIT, async (t) => {
   const f = await fixture(t);
   let customConfig: CustomToolConfig[] = [

@@ -135,3 +135,31 @@ export async function sendMessage(page: Page, text: string): Promise<void> {
   await input.fill(text);
   await input.press('Enter');
 }
+
+/** Starts a conversation on the page (the fake answers `answer`) and answers its id, as the page keeps it. */
+export async function startConversation(rig: PhoneRig, page: Page, text: string, answer = 'First answer.'): Promise<string> {
+  rig.fake.script({ text: answer, chunks: 1 });
+  await sendMessage(page, text);
+  await page.locator('.machine-view:not([hidden]) .message.assistant', { hasText: answer }).waitFor();
+  const conversationId = await machineItem(page, 'remote-assistant.conversation');
+  assert.ok(conversationId, 'the page keeps the conversation it shows');
+  return conversationId;
+}
+
+/** Reloads the page and waits until its machine's view is connected again. */
+export async function reloadPhone(page: Page): Promise<void> {
+  await page.reload();
+  await page.locator('.machine-view:not([hidden]) .connection[data-state="open"]').waitFor();
+}
+
+/**
+ * The page's outbox (its only machine's) holds `items` when it next starts: as if they were sent offline before a
+ * reload. The machine's prefix is read from a key the page keeps there (its conversation, or the message box once typed in).
+ */
+export async function queueForReload(page: Page, items: Record<string, unknown>[]): Promise<void> {
+  await page.evaluate((value) => {
+    const kept = /\/remote-assistant\.(conversation|box)$/;
+    const key = Object.keys(localStorage).find((k) => k.startsWith('remote-assistant.machine/') && kept.test(k))!;
+    localStorage.setItem(key.replace(kept, '/remote-assistant.outbox'), value);
+  }, JSON.stringify(items));
+}

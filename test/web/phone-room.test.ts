@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { saveScreens } from '../helpers/phone-screens';
-import { machineItem, sendMessage, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { machineItem, queueForReload, reloadPhone, sendMessage, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 import { TestClient } from '../helpers/ws-client';
 
 const SHOWN = '.machine-view:not([hidden])';
@@ -24,20 +24,9 @@ after(async () => {
   await rig?.close();
 });
 
-/** The page's outbox (its only machine's) holds `items` when it next starts: as if they were sent offline before a reload. */
-async function queueForReload(page: Page, items: Record<string, unknown>[]): Promise<void> {
-  await page.evaluate((value) => {
-    const key = Object.keys(localStorage).find((k) => k.startsWith('remote-assistant.machine/') && k.endsWith('/remote-assistant.conversation'))!;
-    localStorage.setItem(key.replace(/remote-assistant\.conversation$/, 'remote-assistant.outbox'), value);
-  }, JSON.stringify(items));
-}
-
 const boxText = (page: Page) => page.locator(`${SHOWN} .composer-input`).inputValue();
 
-async function reload(page: Page): Promise<void> {
-  await page.reload();
-  await page.locator(`${SHOWN} .connection[data-state="open"]`).waitFor();
-}
+const reload = reloadPhone;
 
 async function conversationTitles(): Promise<string[]> {
   const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
@@ -71,7 +60,7 @@ test("a chat refused for an attachment that is not this identity's says so, stay
   await messages.getByText('Not sent: an attached file is no longer available.').waitFor();
   await saveScreens(page, 'room-attachment-refused');
   const shown = await messages.innerText();
-  assert.match(shown, /Not sent: an attached file is no longer available\. What you typed is back in the message box\. Attach its file again\./);
+  assert.match(shown, /Not sent: an attached file is no longer available\. What you typed is back in the message box\. Attach build\.log again\./, 'the note names the file (s35; it said "its file")');
   assert.doesNotMatch(shown, /deleted/, 'not told its conversation was deleted');
   assert.equal(await page.locator(`${SHOWN} .message.user`, { hasText: TEXT }).count(), 0, 'no bubble claims it was sent');
   assert.equal(await machineItem(page, 'remote-assistant.conversation'), conversationId, 'its conversation stays on screen (no new chat)');

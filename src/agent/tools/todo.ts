@@ -59,5 +59,7 @@ export function createTodoToolSource(plans: PlanStore): ToolSource {
       return { content: `Plan updated: ${done} of ${total} done.` };
     },
   };
-  return { name: 'todo', followsArea: true, tools: async () => [todo] };
+  // The same array each time: the registry keeps its merged list while its sources' lists are the same.
+  const tools = [todo];
+  return { name: 'todo', followsArea: true, tools: async () => tools };
 }

@@ -23,7 +23,8 @@ import { Header } from './header';
 import { MessageView } from './message-view';
 import { LiveTurn, type TurnEvent } from './live-turn';
 import { OutboxSender } from './outbox-sender';
-import { Outbox, type OutboxItem, type OutboxStorage } from './outbox';
+import { Outbox, type OutboxItem } from './outbox';
+import type { KeptStorage } from './kept-list';
 import { QueueView } from './queue-view';
 import { PermissionCards } from './permission-cards';
 import { markWaitingTools } from './waiting-tools';
@@ -43,7 +44,7 @@ export interface ChatAppOptions {
   /** Remembers the conversation on screen (webview state, localStorage). */
   memory?: { load(): string | undefined; save(conversationId: string | undefined): void };
   /** Where the outbox of unsent messages lives (the phone: localStorage); default: memory only. */
-  outboxStorage?: OutboxStorage;
+  outboxStorage?: KeptStorage;
   /** Extra controls at the bottom of the conversation drawer (the phone's "Remove this computer"). */
   drawerFooter?: HTMLElement;
   /** Shown in the top bar after the drawer toggle (the phone's machine switcher). */
@@ -65,7 +66,7 @@ export class ChatApp {
   private readonly rules: RulesEditor;
   private readonly composer: Composer;
   /** The chat input's chips: the `context` of the next message (the editor's view only). */
-  private readonly chips = new ContextChips();
+  private readonly chips: ContextChips;
   /** The instruction files in force (under the header) and the saved prompts (above the message box). */
   private readonly instructions = new InstructionsLine();
   private readonly plan = new PlanView();
@@ -94,6 +95,8 @@ export class ChatApp {
   private readonly live: LiveTurn;
   /** The new chat on screen (its messages share this draft until the service names the conversation). */
   private draft = newClientId();
+  /** Messages sent again with their files uploaded anew (`unsent`): not a second time. */
+  private readonly resentOnce = new Set<string>();
   /** The view (`view`) and reason whose note already says that messages came back to the message box (`unsent`). */
   private unsentNoted = '';
   /** Conversations this page is deleting: their `conversation.deleted` is its own doing, said by nothing more. */
@@ -144,6 +147,7 @@ export class ChatApp {
       open: (hit) => this.openAt(hit.conversation_id, hit.message_id),
     });
     this.exporter = new ExportView({ connection: this.connection, current: () => this.current, report: (text, kind) => this.messages.addNote(text, kind) });
+    this.chips = new ContextChips(options.outboxStorage);
     this.composer = new Composer(
       (text) => this.send(text),
       () => void this.stop(),
@@ -156,7 +160,7 @@ export class ChatApp {
     this.outbox = new Outbox(options.outboxStorage);
     this.undo = new UndoView({ call: (frame) => this.call(frame), list: this.messages.element, showThreeWay: action ? (argument) => action('showUndoThreeWay', argument) : undefined });
     this.thumbnails = new AttachmentThumbnails(this.connection);
-    this.tray = new AttachmentTray(this.connection, this.thumbnails);
+    this.tray = new AttachmentTray(this.connection, this.thumbnails, options.outboxStorage);
     this.composer.addControls(...this.tray.controls);
     this.composer.addAbove(this.tray.element);
     this.composer.allowEmpty = () => this.tray.count > 0;
@@ -495,6 +499,8 @@ export class ChatApp {
 
   /** The service answered a chat the page sent: a refusal is told where it was typed; the reply comes as events. */
   private answered(item: OutboxItem, answer: EnvelopeOf<'chat'>): void {
+    // Stored (or refused for another reason than a missing file): the page's copies of its files are not needed.
+    if (answer.status === 'ok' || answer.code !== 'not_found') this.tray.release(item.attachments);
     const onScreen = (item.conversation_id ?? (answer.status === 'ok' ? answer.data.conversation_id : undefined)) === this.current || (!this.current && item.draft === this.draft);
     if (answer.status === 'ok') {
       if (!this.current && item.draft === this.draft) this.setCurrent(answer.data.conversation_id);
@@ -519,23 +525,40 @@ export class ChatApp {
    * not ask for; dropped, what they typed would be lost. It comes back to the message box, said once a screen,
    * for the person to send or not: a new chat's when the deleted conversation was on screen; when another
    * is, its box (the one box the page has: the screen they are reading stays) with a New chat button, as
-   * Send there would put it in that conversation.
+   * Send there would put it in that conversation. Its chips and files come back with it (the tray); an
+   * upload the computer let go is made again from this page's copy and the message sent (s35).
    */
   private async unsent(item: OutboxItem, error = 'not found'): Promise<void> {
     const id = item.conversation_id;
-    const count = item.attachments?.length ?? 0;
+    const attachments = item.attachments ?? [];
     const asked = id === undefined ? undefined : await this.call({ type: 'get_messages', conversation_id: id, limit: 1 });
     // Not answered (the connection dropped again): only an attachment could tell another reason.
-    const gone = id !== undefined && (asked ? asked.status !== 'ok' && asked.code === 'not_found' : !count);
+    const gone = id !== undefined && (asked ? asked.status !== 'ok' && asked.code === 'not_found' : !attachments.length);
+    // Its conversation gone, its uploads are still there (no message carries them): back to the tray with the text.
+    let back = attachments;
+    let missing: string[] = [];
+    if (!gone && attachments.length) {
+      // An upload the computer let go (it keeps a person's newest 20 unsent: a message waited offline while newer
+      // ones were made): uploaded again from this page's copies and sent, as the person asked; once, so that a
+      // device uploading on and on cannot keep it going round. Without every copy, what there is goes to the tray.
+      ({ again: back, missing } = await this.tray.uploadAgain(attachments));
+      if (missing.length === 0 && !this.resentOnce.has(item.client_message_id)) {
+        const { attempted: _attempted, ...resend } = { ...item, client_message_id: newClientId(), attachments: back };
+        this.resentOnce.add(resend.client_message_id);
+        return this.sender.add(resend);
+      }
+    }
     if (gone && id === this.current) this.newChat();
     for (const context of item.context ?? []) this.chips.add(context);
+    this.tray.restore(back);
     this.composer.putBack(item.text);
-    const why = gone ? 'its conversation was deleted meanwhile' : count ? 'an attached file is no longer available' : error;
-    const attached = count ? ` Attach ${count === 1 ? 'its file' : 'its files'} again.` : '';
+    const why = gone ? 'its conversation was deleted meanwhile' : attachments.length ? 'an attached file is no longer available' : error;
+    const attached = missing.length ? ` Attach ${missing.join(', ')} again.` : '';
     const noted = `${this.view} ${why}`;
     if (this.unsentNoted !== noted) {
       const elsewhere = gone && this.current !== undefined;
-      const note = this.messages.addNote(`Not sent: ${why}. What you typed is back in the message box${elsewhere ? ': Send puts it in this conversation.' : '.'}${attached}`, 'info');
+      const returned = back.length === 0 ? 'What you typed is' : `What you typed and ${back.length === 1 ? 'its file are' : 'its files are'}`;
+      const note = this.messages.addNote(`Not sent: ${why}. ${returned} back in the message box${elsewhere ? ': Send puts it in this conversation.' : '.'}${attached}`, 'info');
       if (elsewhere) note.append(h('button', { type: 'button', class: 'button secondary', onclick: () => this.newChat() }, 'New chat with it'));
       note.classList.toggle('with-action', elsewhere);
     }

@@ -8,13 +8,37 @@ import type { AttachmentInfo, EnvelopeOf } from '../../protocol';
 import type { ServiceConnection } from '../connection';
 import { isPhoto, prepareImage } from './attachment-images';
 import { h, strokeIcon } from './dom';
+import { readKept, writeKept, type KeptStorage } from './kept-list';
 import { sha256Hex } from './sha256';
 
 interface Pending {
   chip: HTMLElement;
   name: string;
   upload: Promise<AttachmentInfo>;
+  /** Its upload, once finished: what a reload finds in the tray (`remote-assistant.tray`). */
+  done?: AttachmentInfo;
+  /** Taken out of the tray with its ×: its copy is not kept once its upload ends. */
+  removed?: boolean;
+  /** Its upload failed: not kept for a reload. */
+  failed?: boolean;
+  /** Still uploading when the page closed (kept as its name alone): shown failed, kept until removed or sent. */
+  unfinished?: boolean;
 }
+
+/** What a reload finds of a chip: its finished upload, or the name of a file whose upload the page's closing cut. */
+type KeptChip = AttachmentInfo | { name: string; unfinished: true };
+
+/** Said on the chip of a file still uploading when the page closed (its bytes are not kept). */
+const UNFINISHED = 'not uploaded before the page closed: attach it again';
+
+/** A file's bytes as this page uploaded them, kept until a message carrying them is stored (`release`). */
+interface Copy {
+  bytes: Uint8Array;
+  name: string;
+  mime: string;
+}
+
+const TRAY_KEY = 'remote-assistant.tray';
 
 /** The pictures and files chosen for the next message, uploading while the user types. */
 export class AttachmentTray {
@@ -22,10 +46,18 @@ export class AttachmentTray {
   /** The controls for the message box: attach (files, photo library) and camera. */
   readonly controls: HTMLElement[];
   private pending: Pending[] = [];
+  /**
+   * The bytes of the files this page uploaded, by attachment id, until the message carrying them is stored: the
+   * computer keeps a person's newest 20 unsent uploads (MAX_UNSENT_ATTACHMENTS), so a message waiting offline
+   * may find its upload let go; it is uploaded again from here (`uploadAgain`). Memory only: not after a reload.
+   */
+  private readonly copies = new Map<string, Copy>();
 
   constructor(
     private readonly connection: ServiceConnection,
     private readonly thumbnails: AttachmentThumbnails,
+    /** Where the tray's finished uploads are kept for a reload (the phone's machine storage); none in the editor's view. */
+    private readonly storage?: KeptStorage,
   ) {
     this.element = h('div', { class: 'attachment-tray', hidden: true, 'aria-label': 'Attachments' });
     const files = h('input', { type: 'file', multiple: true, class: 'attach-input', hidden: true, 'aria-hidden': 'true' });
@@ -44,6 +76,12 @@ export class AttachmentTray {
     // The camera button only where there is a camera to point: a touch screen.
     shoot.hidden = !globalThis.matchMedia?.('(pointer: coarse)').matches;
     this.controls = [attach, shoot, files, camera];
+    // Chosen and uploaded before a reload (or the phone's browser dropping the page), not sent: there again.
+    const kept = readKept<KeptChip>(storage, TRAY_KEY, (chip) => typeof chip.name === 'string' && ('unfinished' in chip || typeof chip.attachment_id === 'string'));
+    for (const chip of kept) {
+      if ('unfinished' in chip) this.addChip(chip.name, () => Promise.reject(new Error(UNFINISHED)), true);
+      else this.restore([chip]);
+    }
   }
 
   get count(): number {
@@ -74,23 +112,88 @@ export class AttachmentTray {
   }
 
   add(files: File[]): void {
-    for (const file of files) {
-      const chip = h(
-        'div',
-        { class: 'attachment-chip', 'data-state': 'uploading' },
-        h('span', { class: 'attachment-name' }, file.name || 'pasted image'),
-        h('span', { class: 'attachment-state' }, 'preparing…'),
-      );
-      const item: Pending = { chip, name: file.name || 'pasted image', upload: this.upload(file, chip) };
-      const remove = h('button', { type: 'button', class: 'attachment-remove', 'aria-label': `Remove ${item.name}` }, '×');
-      remove.addEventListener('click', () => this.drop(item));
-      chip.append(remove);
-      // A failure is shown on its chip; take() reports it.
-      item.upload.catch(() => undefined);
-      this.pending.push(item);
-      this.element.append(chip);
+    for (const file of files) this.addChip(file.name || 'pasted image', (chip) => this.upload(file, chip));
+  }
+
+  /** Uploads already made (kept over a reload, or a message's put back) join the tray, ready. */
+  restore(attachments: readonly AttachmentInfo[]): void {
+    for (const info of attachments) {
+      this.addChip(info.name, (chip) => {
+        chip.dataset.state = 'ready';
+        chip.querySelector('.attachment-state')!.textContent = formatSize(info.size);
+        if (info.kind === 'image') this.showPreview(chip, info);
+        return Promise.resolve(info);
+      });
     }
-    this.element.hidden = this.pending.length === 0;
+  }
+
+  /** An image's thumbnail on its chip, read back once connected (a reload fills the tray before the connection opens). */
+  private showPreview(chip: HTMLElement, info: AttachmentInfo): void {
+    let asked = false;
+    const stop = this.connection.onState(({ state }) => {
+      if (state !== 'open' || asked) return;
+      asked = true;
+      // Called at once by onState when already open: `stop` is there after this call.
+      queueMicrotask(() => stop());
+      this.thumbnails.preview(info).then((src) => chip.prepend(h('img', { class: 'attachment-chip-image', src, alt: '' })), ignore);
+    });
+  }
+
+  /**
+   * A message's attachments the computer let go, uploaded again from this page's copies: the new ones (one it could
+   * not upload now, the connection lost again, as it was, its copy kept), and the names of those it holds no copy of
+   * (chosen before a reload, or on another device).
+   */
+  async uploadAgain(attachments: readonly AttachmentInfo[]): Promise<{ again: AttachmentInfo[]; missing: string[] }> {
+    const again: AttachmentInfo[] = [];
+    const missing: string[] = [];
+    for (const attachment of attachments) {
+      const copy = this.copies.get(attachment.attachment_id);
+      if (!copy) {
+        missing.push(attachment.name);
+        continue;
+      }
+      const info = await uploadBytes(this.connection, copy.bytes, copy.name, copy.mime, ignore).catch(ignore);
+      if (!info) {
+        again.push(attachment);
+        continue;
+      }
+      this.copies.delete(attachment.attachment_id);
+      this.copies.set(info.attachment_id, copy);
+      this.thumbnails.moved(attachment.attachment_id, info.attachment_id);
+      again.push(info);
+    }
+    return { again, missing };
+  }
+
+  /** A message carrying these was stored (or refused for good): the page's copies of their bytes go. */
+  release(attachments: readonly AttachmentInfo[] | undefined): void {
+    for (const attachment of attachments ?? []) this.copies.delete(attachment.attachment_id);
+  }
+
+  private addChip(name: string, upload: (chip: HTMLElement) => Promise<AttachmentInfo>, unfinished = false): void {
+    const state = h('span', { class: 'attachment-state' }, unfinished ? UNFINISHED : 'preparing…');
+    const chip = h('div', { class: 'attachment-chip', 'data-state': unfinished ? 'failed' : 'uploading' }, h('span', { class: 'attachment-name' }, name), state);
+    const item: Pending = { chip, name, upload: upload(chip), unfinished };
+    const remove = h('button', { type: 'button', class: 'attachment-remove', 'aria-label': `Remove ${item.name}` }, '×');
+    remove.addEventListener('click', () => this.drop(item));
+    chip.append(remove);
+    // A failure is shown on its chip; take() reports it.
+    item.upload.then(
+      (info) => {
+        item.done = info;
+        if (item.removed) this.release([info]);
+        this.save();
+      },
+      () => {
+        item.failed = true;
+        this.save();
+      },
+    );
+    this.pending.push(item);
+    this.element.append(chip);
+    this.element.hidden = false;
+    this.save();
   }
 
   /**
@@ -112,13 +215,25 @@ export class AttachmentTray {
     }
     for (const item of items) item.chip.remove();
     this.element.hidden = this.pending.length === 0;
+    this.save();
     return { attachments, failed };
   }
 
   private drop(item: Pending): void {
+    item.removed = true;
     this.pending = this.pending.filter((p) => p !== item);
     item.chip.remove();
     this.element.hidden = this.pending.length === 0;
+    this.release(item.done && [item.done]);
+    this.save();
+  }
+
+  private save(): void {
+    writeKept(
+      this.storage,
+      TRAY_KEY,
+      this.pending.flatMap((item): KeptChip[] => (item.done ? [item.done] : !item.failed || item.unfinished ? [{ name: item.name, unfinished: true }] : [])),
+    );
   }
 
   private async upload(file: File, chip: HTMLElement): Promise<AttachmentInfo> {
@@ -135,6 +250,7 @@ export class AttachmentTray {
         state.textContent = `${Math.round((done / bytes.length) * 100)} %`;
       });
       if (preview) this.thumbnails.remember(info.attachment_id, preview);
+      this.copies.set(info.attachment_id, { bytes, name, mime });
       chip.dataset.state = 'ready';
       state.textContent = formatSize(info.size);
       return info;
@@ -173,6 +289,12 @@ export class AttachmentThumbnails {
     this.images.set(attachmentId, Promise.resolve(dataUrl));
   }
 
+  /** The same bytes uploaded again under a new id (AttachmentTray.uploadAgain). */
+  moved(from: string, to: string): void {
+    const url = this.images.get(from);
+    if (url) this.images.set(to, url);
+  }
+
   /**
    * Adds the attachments under a message bubble (once); under a tool card (a collapsed <details>), right
    * after it, so an image the agent read shows without opening the card.
@@ -184,7 +306,7 @@ export class AttachmentThumbnails {
     for (const attachment of attachments) {
       if (attachment.kind === 'image') {
         const img = h('img', { class: 'attachment-image', alt: attachment.name, 'data-attachment-id': attachment.attachment_id });
-        this.dataUrl(attachment).then(
+        this.preview(attachment).then(
           (url) => (img.src = url),
           () => img.replaceWith(fileChip(attachment)),
         );
@@ -197,7 +319,8 @@ export class AttachmentThumbnails {
     else node.append(box);
   }
 
-  private dataUrl(attachment: AttachmentInfo): Promise<string> {
+  /** An image attachment as a data URL (this page's own bytes, or read back once). */
+  preview(attachment: AttachmentInfo): Promise<string> {
     let url = this.images.get(attachment.attachment_id);
     if (!url) {
       url = download(this.connection, attachment.attachment_id).then((base64) => `data:${attachment.mime};base64,${base64}`);
@@ -235,6 +358,8 @@ const PAPERCLIP = 'M16.5 6.5v10a4.5 4.5 0 0 1-9 0V5a3 3 0 0 1 6 0v10.5a1.5 1.5 0
 const CAMERA = 'M4 7h3l2-2.5h6L17 7h3a1 1 0 0 1 1 1v10a1 1 0 0 1-1 1H4a1 1 0 0 1-1-1V8a1 1 0 0 1 1-1zM12 16.5a3.5 3.5 0 1 0 0-7 3.5 3.5 0 0 0 0 7z';
 
 const icon = (path: string) => strokeIcon(path, 24, 1.8);
+
+const ignore = () => undefined;
 
 function formatSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;

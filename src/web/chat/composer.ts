@@ -3,6 +3,7 @@
  * the outbox). While the conversation runs, Stop is shown beside Send (a message sent then is queued).
  */
 import { h, strokeIcon } from './dom';
+import type { KeptStorage } from './kept-list';
 
 /** Send's arrow and Stop's square, shown instead of the words on a narrow phone (media/chat.css). */
 const ARROW_UP = 'M8 13V3M3.5 7.5 8 3l4.5 4.5';
@@ -24,12 +25,6 @@ const NARROW = '(max-width: 359px)';
 /** What the box holds, kept in the machine's storage (the phone: localStorage) so a reload does not lose it. */
 const BOX_KEY = 'remote-assistant.box';
 
-/** Where the box's text is kept (the outbox's storage); without one (the editor's view), in the box only. */
-export interface BoxStorage {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-}
-
 export class Composer {
   readonly element: HTMLFormElement;
   readonly input: HTMLTextAreaElement;
@@ -45,7 +40,8 @@ export class Composer {
   constructor(
     onSend: (text: string) => void,
     onStop: () => void,
-    private readonly storage?: BoxStorage,
+    /** Where the box's text is kept (the outbox's storage); without one (the editor's view), in the box only. */
+    private readonly storage?: KeptStorage,
   ) {
     this.input = h('textarea', { class: 'composer-input', rows: 1, placeholder: 'Ask anything…', 'aria-label': 'Message', enterkeyhint: 'send' });
     // Typed or put back before a reload (or the phone's browser dropping the page), not sent: there again.

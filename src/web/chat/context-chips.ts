@@ -7,6 +7,7 @@
  */
 import type { ContextItem } from '../../protocol';
 import { h } from './dom';
+import { readKept, writeKept, type KeptStorage } from './kept-list';
 
 /** `math.ts:3-5`: the file's name and the lines, as a chip reads. */
 export function chipLabel(item: ContextItem): string {
@@ -33,13 +34,19 @@ export function sentChips(context: readonly ContextItem[]): HTMLElement {
   );
 }
 
+const CHIPS_KEY = 'remote-assistant.chips';
+
 export class ContextChips {
   readonly element: HTMLElement;
   private added: ContextItem[] = [];
   private active: { item: ContextItem; attached: boolean } | undefined;
 
-  constructor() {
+  /** `storage`: where the chips added are kept for a reload (the phone: those of a message put back); none in the editor's view. */
+  constructor(private readonly storage?: KeptStorage) {
     this.element = h('div', { class: 'context-chips', 'aria-label': 'Context sent with the next message', hidden: true });
+    // Put back (a message not sent) before a reload, not sent since: there again, as the box's text is.
+    this.added = readKept<ContextItem>(storage, CHIPS_KEY, (item) => typeof item.path === 'string' && typeof item.text === 'string');
+    this.render();
   }
 
   /** A chip to send with the next message (the same selection twice is one chip, the newer text). */
@@ -73,6 +80,7 @@ export class ContextChips {
   }
 
   private render(): void {
+    writeKept(this.storage, CHIPS_KEY, this.added);
     const chips = this.added.map((item) =>
       h(
         'span',

@@ -6,6 +6,7 @@
  */
 import type { ContextItem } from '../../protocol';
 import type { AttachmentInfo } from '../../protocol';
+import { readKept, writeKept, type KeptStorage } from './kept-list';
 
 export interface OutboxItem {
   client_message_id: string;
@@ -24,18 +25,13 @@ export interface OutboxItem {
   attempted?: boolean;
 }
 
-export interface OutboxStorage {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-}
-
 const KEY = 'remote-assistant.outbox';
 
 export class Outbox {
   private items: OutboxItem[];
 
-  constructor(private readonly storage: OutboxStorage | undefined) {
-    this.items = load(storage);
+  constructor(private readonly storage: KeptStorage | undefined) {
+    this.items = readKept<OutboxItem>(storage, KEY, (item) => typeof item.client_message_id === 'string' && typeof item.text === 'string');
   }
 
   get all(): readonly OutboxItem[] {
@@ -82,19 +78,7 @@ export class Outbox {
   }
 
   private save(): void {
-    try {
-      this.storage?.setItem(KEY, JSON.stringify(this.items));
-    } catch {
-      // Storage full or refused: the messages still live in memory for this page's life.
-    }
-  }
-}
-
-function load(storage: OutboxStorage | undefined): OutboxItem[] {
-  try {
-    const value = JSON.parse(storage?.getItem(KEY) ?? '[]') as unknown;
-    return Array.isArray(value) ? value.filter((item): item is OutboxItem => typeof item?.client_message_id === 'string' && typeof item?.text === 'string') : [];
-  } catch {
-    return [];
+    // Storage full or refused: the messages still live in memory for this page's life.
+    writeKept(this.storage, KEY, this.items);
   }
 }

@@ -17,7 +17,7 @@ export interface Machine {
   pairing: Pairing;
 }
 
-/** What the chat page stores per machine (OutboxStorage-compatible). */
+/** What the chat page stores per machine (chat/kept-list.ts KeptStorage-compatible). */
 export interface MachineStorage {
   getItem(key: string): string | null;
   setItem(key: string, value: string): void;

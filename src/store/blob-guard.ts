@@ -1,7 +1,10 @@
 /** What a collection asks of the rows that refer to blobs (blob-refs.ts reads them from the database). */
 export interface BlobReferences {
-  /** Of `hashes`, those a row refers to; read synchronously, so no write lands between the read and the guard's own checks. */
-  referenced(hashes: readonly string[]): ReadonlySet<string>;
+  /**
+   * Of `hashes`, those no row refers to. May be read in slices with the loop free between them (blob-refs.ts):
+   * a row written meanwhile may be missed, which the guard answers for (see `collect`).
+   */
+  unreferenced(hashes: readonly string[]): Promise<string[]>;
   /** Resolves once every write made so far is durable (a deletion that unreferenced a blob, before its file goes). */
   durable(): Promise<void>;
 }
@@ -20,11 +23,13 @@ export interface Collected {
  * refers to at a collection's read may be wanted again a moment later. Three in-memory facts close that:
  *
  * - held: hashes put through `holding`, until its step (the put and the row's write) settles;
- * - seen: hashes put since a collection read the rows (while any runs);
+ * - seen: hashes held when a collection starts or put since (while any runs);
  * - in removal: a put of bytes being removed waits for the removal, then writes them anew.
  *
- * The rows are read, the held and seen sets checked and a removal registered in one synchronous stretch
- * each, so no put slips between. None of it needs to survive a crash: a blob put before a crash whose
+ * The rows may be read in slices with the loop free between them (blob-refs.ts), so a row written during
+ * the read may be missed: every row is written after a put of its hash (held, hence seen), which is why
+ * the seen set starts before the first slice. The held and seen sets are checked and a removal registered
+ * in one synchronous stretch, so no put slips between. None of it needs to survive a crash: a blob put before a crash whose
  * row never came is garbage a later collection frees (the maintenance's first pass collects).
  */
 export class BlobGuard {
@@ -79,15 +84,17 @@ export class BlobGuard {
 
   /**
    * Removes (by `removeOne`, which answers the bytes freed or undefined when there was nothing) those of
-   * `listed` no row refers to and no put holds or touched since the rows were read; the rows' writes made
+   * `listed` no row refers to and no put held or touched since the collection started; the rows' writes made
    * durable first.
    */
   async collect(listed: readonly string[], refs: BlobReferences, removeOne: (hash: string) => Promise<number | undefined>): Promise<Collected> {
     const collected = { removed: 0, bytes: 0 };
     this.collecting += 1;
+    // The read may be sliced: a put held now may write its row after the slice that would have read it (at a
+    // rowid the read has passed), so it is left alone as a put seen meanwhile is; so is every put from now on.
+    for (const hash of this.held.keys()) this.seen.add(hash);
     try {
-      const referenced = refs.referenced(listed);
-      const garbage = listed.filter((hash) => !referenced.has(hash) && !this.held.has(hash));
+      const garbage = (await refs.unreferenced(listed)).filter((hash) => !this.held.has(hash));
       if (garbage.length === 0) return collected;
       await refs.durable();
       for (const hash of garbage) {

@@ -76,12 +76,13 @@ abstract class GuardedBlobs {
 
   /**
    * Removes the blobs among `candidates` (every stored one when omitted) that no row refers to (`refs`),
-   * none held by a put or put since the rows were read, once `refs.durable()` resolved (BlobGuard.collect):
+   * none held by a put or put since the collection started, once `refs.durable()` resolved (BlobGuard.collect):
    * a crash never brings back a row whose blob is gone.
    */
   async collect(refs: BlobReferences, candidates?: readonly string[]): Promise<Collected> {
+    // Listed names are hashes already (`list`); given ones are checked.
+    candidates?.forEach(checkHash);
     const listed = candidates ?? (await this.list());
-    listed.forEach(checkHash);
     return this.guard.collect(listed, refs, (hash) => this.removeOne(hash));
   }
 

@@ -15,9 +15,9 @@ import { COLLECT_BYTES, spawnStoreChild, tempDir } from '../helpers/store-utils'
 function rowsOf(rows: Set<string>, gate?: Promise<void>): BlobReferences & { reads: number } {
   const refs = {
     reads: 0,
-    referenced: (hashes: readonly string[]) => {
+    unreferenced: async (hashes: readonly string[]) => {
       refs.reads += 1;
-      return new Set(hashes.filter((h) => rows.has(h)));
+      return hashes.filter((h) => !rows.has(h));
     },
     durable: () => gate ?? Promise.resolve(),
   };

@@ -33,7 +33,7 @@ test('a blob comes back byte for byte under the SHA-256 of its bytes, in a priva
   assert.equal((await blobs.get(text.hash))?.toString('utf8'), 'héllo');
 });
 
-const noRows: BlobReferences = { referenced: () => new Set(), durable: async () => undefined };
+const noRows: BlobReferences = { unreferenced: async (hashes) => [...hashes], durable: async () => undefined };
 
 test('the same content is stored once; a collection with no row referring to it removes it and a missing blob reads as undefined', async (t) => {
   const { dir, cleanup } = await tempDir();

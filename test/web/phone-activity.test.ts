@@ -137,10 +137,17 @@ test('a prompt answered and the mode changed on a paired phone are in its Activi
   assert.ok(byPhone.some((e) => e.kind === 'permission.answer') && byPhone.some((e) => e.kind === 'mode.changed'));
   await page.locator('.activity-person').selectOption('');
 
-  // Recorded while the screen is open: it comes in at the top.
+  // Recorded while the screen is open: it comes in at the top. (The phone's own mode change was already the
+  // newest entry: waited for by count, not by the top entry's kind, which held before the owner's came.)
+  const modeEntries = () => page.locator('.activity-entry[data-kind="mode.changed"]').count();
+  const before = await modeEntries();
   assert.equal((await owner.request({ type: 'update_config', config: { permission_mode: 'ask' } })).status, 'ok');
   await page.waitForFunction(
-    () => (document.querySelector('.activity-entry') as HTMLElement | null)?.dataset.kind === 'mode.changed' && document.querySelector('.activity-entry .activity-who')?.textContent !== '',
+    (count) =>
+      document.querySelectorAll('.activity-entry[data-kind="mode.changed"]').length > count &&
+      (document.querySelector('.activity-entry') as HTMLElement | null)?.dataset.kind === 'mode.changed' &&
+      document.querySelector('.activity-entry .activity-who')?.textContent !== '',
+    before,
   );
   assert.doesNotMatch((await entries(page))[0].who, new RegExp(PHONE_NAME), 'the owner, not the phone');
 

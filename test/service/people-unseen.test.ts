@@ -1,0 +1,112 @@
+// Another person's thing is, to a password user, a thing that does not exist (s36): asked for by id, its
+// answer (status, code, message apart from the id sent, fields) is the one an unknown id gets, so no
+// command tells one person whether another's id is real. Two password users and a webhook account on a
+// real service over real sockets; each case compares the answer for the other's real id with the answer
+// for a random unknown one. The owner still sees (and may change) everything.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import https from 'node:https';
+import { after, describe, test } from 'node:test';
+import { hashPassword } from '../../src/transport/auth/passwords';
+import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
+import { sessionClient } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
+import type { TestClient } from '../helpers/ws-client';
+
+const PASSWORD = 'correct horse battery staple';
+let owner: TestClient;
+let ada: TestClient;
+let bob: TestClient;
+let push: FakePushService;
+
+const svc = useService({
+  config: async () => {
+    push = await startFakePushService();
+    const password_hash = await hashPassword(PASSWORD);
+    return {
+      model: 'fake-model',
+      users: [
+        { username: 'ada', password_hash },
+        { username: 'bob', password_hash },
+      ],
+    };
+  },
+  options: () => ({ push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }), retryBaseMs: 5, tries: 3 } }),
+  afterStart: async (started) => {
+    owner = await started.client();
+    ada = await sessionClient(started, 'ada', PASSWORD);
+    bob = await sessionClient(started, 'bob', PASSWORD);
+  },
+});
+
+after(() => {
+  ada?.close();
+  bob?.close();
+  push?.close();
+});
+
+type Frame = Record<string, unknown>;
+
+/** An answer as another person may compare it: the id it sent put back as `<id>`, the request's own id left out. */
+function seen(reply: Frame, sentId: string): string {
+  const { id: _requestId, ...rest } = reply;
+  return JSON.stringify(rest).split(sentId).join('<id>');
+}
+
+/** Asks `frame(realId)` and `frame(unknownId)` as `asker`; the two answers must be the same but for the id. */
+async function sameAsUnknown(asker: { request(frame: Frame): Promise<Frame> }, realId: string, frame: (id: string) => Frame): Promise<Frame> {
+  const unknownId = randomUUID();
+  const real = await asker.request(frame(realId));
+  const unknown = await asker.request(frame(unknownId));
+  assert.equal(seen(real, realId), seen(unknown, unknownId), `${String(frame(realId).type)}: another's id is told from an unknown one`);
+  return real;
+}
+
+const subscribe = (client: TestClient, deviceId: string) => client.request({ type: 'push_subscribe', device_id: deviceId, device_name: 'phone', subscription: push.subscription() });
+const deviceOf = (deviceId: string) => svc.service.store.pushDevices.get(deviceId);
+
+describe('a push device is, to another password user, no device at all', () => {
+  test('attack: push_settings, push_test and push_unsubscribe of ada’s device answer bob as an unknown id does', async () => {
+    const device = randomUUID();
+    assert.equal((await subscribe(ada, device)).status, 'ok');
+    const settings = await sameAsUnknown(bob, device, (id) => ({ type: 'push_settings', device_id: id, device_name: 'bob’s now', events: { prompt: false } }));
+    assert.equal(settings.code, 'not_found');
+    const tested = await sameAsUnknown(bob, device, (id) => ({ type: 'push_test', device_id: id }));
+    assert.equal(tested.code, 'not_found');
+    const removed = await sameAsUnknown(bob, device, (id) => ({ type: 'push_unsubscribe', device_id: id }));
+    assert.deepEqual(removed.data, { removed: false });
+    // Nothing of ada's changed, and nothing was pushed to her phone.
+    const row = deviceOf(device)!;
+    assert.equal(row.device_name, 'phone');
+    assert.equal(row.events.prompt, true);
+    assert.equal(row.last_delivery, null, 'bob’s push_test rang ada’s phone');
+    // The owner still may (every device is on the owner's machine).
+    assert.equal((await owner.request({ type: 'push_settings', device_id: device, events: { finished: false } })).status, 'ok');
+    assert.deepEqual((await owner.request({ type: 'push_unsubscribe', device_id: device })).data, { removed: true });
+  });
+
+  test('attack: client_state naming ada’s device answers bob as an unknown id does, and does not silence her phone', async () => {
+    const device = randomUUID();
+    assert.equal((await subscribe(ada, device)).status, 'ok');
+    const reply = await sameAsUnknown(bob, device, (id) => ({ type: 'client_state', device_id: id, visible: true }));
+    assert.equal(reply.status, 'ok');
+    // The id bob named is what a later client_state without one reports, as for any id he names.
+    assert.deepEqual((await bob.request({ type: 'client_state', device_id: device, visible: true })).data, { device_id: device, visible: true });
+    assert.deepEqual((await bob.request({ type: 'client_state', visible: true })).data, { device_id: device, visible: true });
+    // Bob's "visible" does not keep ada's notifications from her phone: a turn's end is still pushed to it.
+    svc.fake.script({ text: 'done' });
+    assert.equal((await ada.request({ type: 'chat', message: 'ring me' })).status, 'ok');
+    await waitForDelivery(device);
+    // The owner, who sees every device, is told plainly that it is someone else's (as before).
+    assert.equal((await owner.request({ type: 'client_state', device_id: device, visible: true })).code, 'unauthorized');
+    assert.deepEqual((await owner.request({ type: 'push_unsubscribe', device_id: device })).data, { removed: true });
+  });
+});
+
+async function waitForDelivery(deviceId: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (deviceOf(deviceId)?.last_delivery == null) {
+    if (Date.now() > deadline) throw new Error(`no push was tried for ${deviceId}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

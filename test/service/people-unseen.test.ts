@@ -20,11 +20,13 @@ let bob: TestClient;
 let push: FakePushService;
 
 const svc = useService({
+  workspace: true,
   config: async () => {
     push = await startFakePushService();
     const password_hash = await hashPassword(PASSWORD);
     return {
       model: 'fake-model',
+      permission_mode: 'ask',
       users: [
         { username: 'ada', password_hash },
         { username: 'bob', password_hash },
@@ -110,3 +112,22 @@ async function waitForDelivery(deviceId: string): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+describe('a prompt only the owner may answer is, to a password user, no prompt at all', () => {
+  test('attack: permission_response to the owner-only prompt of ada’s turn answers bob (and ada) as an unknown id does, waiting and after', async () => {
+    svc.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'listed' });
+    const ownerAsked = owner.next((f) => f.event === 'permission.request');
+    const chat = ada.request({ type: 'chat', message: 'list the workspace' });
+    const requestId = ((await ownerAsked) as { request_id: string }).request_id;
+    for (const asker of [bob, ada]) {
+      const waiting = await sameAsUnknown(asker, requestId, (id) => ({ type: 'permission_response', request_id: id, decision: 'allow' }));
+      assert.equal(waiting.code, 'not_found');
+    }
+    assert.equal((await owner.request({ type: 'permission_response', request_id: requestId, decision: 'deny' })).status, 'ok', 'the owner answers it as before');
+    assert.equal((await chat).status, 'ok');
+    const answered = await sameAsUnknown(bob, requestId, (id) => ({ type: 'permission_response', request_id: id, decision: 'deny' }));
+    assert.equal(answered.code, 'not_found');
+    const again = await owner.request({ type: 'permission_response', request_id: requestId, decision: 'deny' });
+    assert.equal((again.data as { already_decided?: boolean } | undefined)?.already_decided, true, 'the owner is still told it was decided');
+  });
+});

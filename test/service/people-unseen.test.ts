@@ -9,7 +9,8 @@ import https from 'node:https';
 import { after, describe, test } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
 import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
-import { sessionClient } from '../helpers/service';
+import { pngLike, sha256, uploadAttachment } from '../helpers/attachments';
+import { postJson, sessionClient } from '../helpers/service';
 import { useService } from '../helpers/service-fixture';
 import type { TestClient } from '../helpers/ws-client';
 
@@ -27,6 +28,7 @@ const svc = useService({
     return {
       model: 'fake-model',
       permission_mode: 'ask',
+      channels: { webhook: { accounts: { alpha: { incoming_path: '/hooks/alpha', outgoing_url: 'http://127.0.0.1:9/none' } } } },
       users: [
         { username: 'ada', password_hash },
         { username: 'bob', password_hash },
@@ -129,5 +131,43 @@ describe('a prompt only the owner may answer is, to a password user, no prompt a
     assert.equal(answered.code, 'not_found');
     const again = await owner.request({ type: 'permission_response', request_id: requestId, decision: 'deny' });
     assert.equal((again.data as { already_decided?: boolean } | undefined)?.already_decided, true, 'the owner is still told it was decided');
+  });
+});
+
+// Found sound (s36): kept as tests of the same comparison, each seen failing with its guard taken out.
+describe('an upload is, to another password user, no upload at all', () => {
+  test('ada’s upload in progress and her finished unsent one answer bob as unknown ids do', async () => {
+    const bytes = pngLike(900);
+    const begun = await ada.request({ type: 'attachment_begin', name: 'ada.png', mime: 'image/png', size: bytes.length, sha256: sha256(bytes) });
+    const inProgress = (begun.data as { attachment_id: string }).attachment_id;
+    const data = bytes.toString('base64');
+    await sameAsUnknown(bob, inProgress, (id) => ({ type: 'attachment_chunk', attachment_id: id, index: 0, data }));
+    await sameAsUnknown(bob, inProgress, (id) => ({ type: 'attachment_end', attachment_id: id }));
+    const unsent = ((await uploadAttachment((frame) => ada.request(frame), pngLike(700), 'unsent.png', 'image/png')).data as { attachment_id: string }).attachment_id;
+    for (const frame of [
+      (id: string) => ({ type: 'get_attachment', attachment_id: id }),
+      (id: string) => ({ type: 'attachment_end', attachment_id: id }),
+      (id: string) => ({ type: 'chat', message: 'mine now', attachments: [id] }),
+    ]) {
+      const reply = await sameAsUnknown(bob, unsent, frame);
+      assert.equal(reply.code, 'not_found');
+    }
+    assert.equal((await ada.request({ type: 'chat', message: 'start', attachments: [inProgress] })).code, 'not_found', 'still in progress');
+  });
+});
+
+describe('a conversation is, to a webhook account that did not start it, no conversation at all', () => {
+  test('a webhook post naming ada’s conversation is answered as one naming an unknown id', async () => {
+    svc.fake.script({ text: 'ada’s reply' });
+    const started = await ada.request({ type: 'chat', message: 'ada’s own conversation' });
+    const conversationId = (started.data as { conversation_id: string }).conversation_id;
+    const post = async (id: string) => {
+      const reply = await postJson(`${svc.httpUrl}/hooks/alpha`, { message: 'from the hook', conversation_id: id });
+      return { http: reply.status, ...reply.body };
+    };
+    const reply = await sameAsUnknown({ request: (frame) => post(String(frame.conversation_id)) }, conversationId, (id) => ({ type: 'webhook', conversation_id: id }));
+    assert.equal(reply.http, 404);
+    const messages = (await ada.request({ type: 'get_messages', conversation_id: conversationId })).data as { messages: { content: string }[] };
+    assert.ok(!messages.messages.some((m) => m.content === 'from the hook'), 'the hook wrote into ada’s conversation');
   });
 });

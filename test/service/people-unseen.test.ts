@@ -15,6 +15,8 @@ import { useService } from '../helpers/service-fixture';
 import type { TestClient } from '../helpers/ws-client';
 
 const PASSWORD = 'correct horse battery staple';
+/** The devices a person may subscribe (the service's 20, made small here). */
+const MAX_DEVICES = 3;
 let owner: TestClient;
 let ada: TestClient;
 let bob: TestClient;
@@ -35,7 +37,7 @@ const svc = useService({
       ],
     };
   },
-  options: () => ({ push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }), retryBaseMs: 5, tries: 3 } }),
+  options: () => ({ push: { maxDevices: MAX_DEVICES, allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }), retryBaseMs: 5, tries: 3 } }),
   afterStart: async (started) => {
     owner = await started.client();
     ada = await sessionClient(started, 'ada', PASSWORD);
@@ -114,6 +116,26 @@ async function waitForDelivery(deviceId: string): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+describe('the devices a person may subscribe are counted per person', () => {
+  test('attack: bob’s subscribe answers the same whether or not ada has devices, and cannot use up hers', async () => {
+    const adas = randomUUID();
+    assert.equal((await subscribe(ada, adas)).status, 'ok');
+    const bobs = Array.from({ length: MAX_DEVICES }, () => randomUUID());
+    for (const id of bobs) {
+      const reply = await subscribe(bob, id);
+      assert.equal(reply.status, 'ok', `bob’s device ${bobs.indexOf(id) + 1} of ${MAX_DEVICES}: ${JSON.stringify(reply)}`);
+    }
+    const over = await subscribe(bob, randomUUID());
+    assert.equal(over.code, 'invalid_request');
+    assert.match(String(over.error), new RegExp(`at most ${MAX_DEVICES} devices`));
+    // Bob's full set keeps neither ada nor the owner from subscribing more of their own.
+    assert.equal((await subscribe(ada, randomUUID())).status, 'ok', 'ada is kept out by bob’s devices');
+    assert.equal((await subscribe(owner, randomUUID())).status, 'ok', 'the owner is kept out by bob’s devices');
+    const all = ((await owner.request({ type: 'list_push_devices' })).data as { devices: { device_id: string }[] }).devices;
+    for (const device of all) await owner.request({ type: 'push_unsubscribe', device_id: device.device_id });
+  });
+});
 
 describe('a prompt only the owner may answer is, to a password user, no prompt at all', () => {
   test('attack: permission_response to the owner-only prompt of ada’s turn answers bob (and ada) as an unknown id does, waiting and after', async () => {

@@ -142,7 +142,7 @@ export class PushService implements PushCommands {
     );
     // Never a takeover: another person's device id or subscription stays theirs (the owner's too).
     if (stored === 'taken') throw new ServiceError('unauthorized', 'this device (or its push subscription) was subscribed by someone else: they must remove it (push_unsubscribe) first');
-    if (stored === 'full') throw new ServiceError('invalid_request', `at most ${max} devices may subscribe: remove one (push_unsubscribe) first`);
+    if (stored === 'full') throw new ServiceError('invalid_request', `at most ${max} devices a person may subscribe: remove one (push_unsubscribe) first`);
     this.visibility.nameDevice(session, command.device_id);
     this.log.info('push.subscribed', { device: command.device_id });
     return deviceView(this.deps.store.pushDevices.get(command.device_id)!);

@@ -7,10 +7,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import https from 'node:https';
 import { after, describe, test } from 'node:test';
-import { hashPassword } from '../../src/transport/auth/passwords';
 import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
 import { pngLike, sha256, uploadAttachment } from '../helpers/attachments';
-import { postJson, sessionClient } from '../helpers/service';
+import { passwordUsers, postJson, sessionClient } from '../helpers/service';
 import { useService } from '../helpers/service-fixture';
 import type { TestClient } from '../helpers/ws-client';
 
@@ -26,29 +25,18 @@ const svc = useService({
   workspace: true,
   config: async () => {
     push = await startFakePushService();
-    const password_hash = await hashPassword(PASSWORD);
-    return {
-      model: 'fake-model',
-      permission_mode: 'ask',
-      channels: { webhook: { accounts: { alpha: { incoming_path: '/hooks/alpha', outgoing_url: 'http://127.0.0.1:9/none' } } } },
-      users: [
-        { username: 'ada', password_hash },
-        { username: 'bob', password_hash },
-      ],
-    };
+    const channels = { webhook: { accounts: { alpha: { incoming_path: '/hooks/alpha', outgoing_url: 'http://127.0.0.1:9/none' } } } };
+    return { model: 'fake-model', permission_mode: 'ask', channels, users: await passwordUsers(PASSWORD, 'ada', 'bob') };
   },
   options: () => ({ push: { maxDevices: MAX_DEVICES, allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }), retryBaseMs: 5, tries: 3 } }),
   afterStart: async (started) => {
     owner = await started.client();
-    ada = await sessionClient(started, 'ada', PASSWORD);
-    bob = await sessionClient(started, 'bob', PASSWORD);
+    [ada, bob] = await Promise.all(['ada', 'bob'].map((name) => sessionClient(started, name, PASSWORD)));
   },
 });
 
 after(() => {
-  ada?.close();
-  bob?.close();
-  push?.close();
+  for (const closing of [ada, bob, push]) closing?.close();
 });
 
 type Frame = Record<string, unknown>;

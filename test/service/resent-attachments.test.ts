@@ -11,9 +11,10 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { BLOBS_DIR_NAME } from '../../src/store/blob-store';
-import { downloadAttachment, pngLike, sha256, uploadAttachment } from '../helpers/attachments';
+import { downloadAttachment, pngLike, sha256, uploadAttachment, waitQueued } from '../helpers/attachments';
 import { passwordUsers, sessionClient } from '../helpers/service';
 import { useFakeProvider } from '../helpers/service-fixture';
+import { retireNow } from '../helpers/store-utils';
 import { tempDir } from '../helpers/temp';
 import type { TestClient } from '../helpers/ws-client';
 
@@ -110,26 +111,14 @@ for (const deletion of ['delete_conversation', 'retention'] as const)
       rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } }, { text: 'seen again' });
       const running = owner.request({ type: 'chat', conversation_id: second, message: 'a long turn', stream: true }, 30_000);
       const queued = ada.request({ type: 'chat', conversation_id: second, message: 'this photo again', attachments: [id], client_message_id: 'resend36' }, 30_000);
-      for (let tries = 0; ; tries++) {
-        const listed = (await owner.request({ type: 'list_conversations' })).data as { conversations: { id: string; queued: unknown[] }[] };
-        if (listed.conversations.find((c) => c.id === second)?.queued.length === 1) break;
-        assert.ok(tries < 200, 'the re-send never waited in line');
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
+      await waitQueued(owner, second, 1);
 
       const { store } = svc.service;
       if (deletion === 'delete_conversation') {
         assert.equal((await owner.request({ type: 'delete_conversation', conversation_id: first })).status, 'ok');
         await store.maintenance.run();
       } else {
-        assert.equal(await store.conversations.touch(first, '2001-01-01T00:00:00.000Z'), true);
-        store.maintenance.setPolicy({ maxDays: 365 });
-        try {
-          await store.maintenance.run();
-        } finally {
-          store.maintenance.setPolicy({});
-        }
-        assert.equal(store.conversations.get(first), undefined, 'retired');
+        await retireNow(store, first);
       }
       // Meanwhile no message carries it: nobody else learns it exists.
       assert.equal(await answerFor(cy, id), await answerFor(cy, randomUUID()), 'a third person guessing the id while it waits gets an unknown id’s answer');

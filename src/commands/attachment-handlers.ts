@@ -30,7 +30,7 @@ function uploaderOf(session: ClientSession): string {
 function visibleAttachment(attachmentId: string, session: ClientSession, ctx: CommandContext): AttachmentRow {
   const row = ctx.store.attachments.get(attachmentId);
   if (row !== undefined && row.conversation_id === null && row.uploader === uploaderKeyOf(session)) return row;
-  if (row !== undefined && ctx.store.attachments.carriers(row).some((id) => canSee(id, session, ctx))) return row;
+  if (row !== undefined && ctx.store.attachments.carriers(row.id).some((id) => canSee(id, session, ctx))) return row;
   throw new ServiceError('not_found', `attachment ${attachmentId} not found`);
 }
 

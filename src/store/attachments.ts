@@ -64,9 +64,9 @@ export function dropConversationAttachments(tx: WriteTx, conversationId: string,
     'UPDATE attachments SET conversation_id = (SELECT min(u.conversation_id) FROM attachment_uses u WHERE u.attachment_id = attachments.id) WHERE conversation_id = ? AND id IN (SELECT attachment_id FROM attachment_uses)',
     [conversationId],
   );
-  const kept = held.length > 0 ? ` AND id NOT IN (${held.map(() => '?').join(', ')})` : '';
   // Bound before migration 25 (`uses_unknown`): another conversation may carry it unrecorded, so it stays.
-  tx.run(`DELETE FROM attachments WHERE conversation_id = ? AND uses_unknown = 0${kept}`, [conversationId, ...held]);
+  // The held ids as one JSON parameter: however many chats wait, no limit on SQL variables to meet.
+  tx.run('DELETE FROM attachments WHERE conversation_id = ? AND uses_unknown = 0 AND id NOT IN (SELECT value FROM json_each(?))', [conversationId, JSON.stringify(held)]);
 }
 
 /** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */
@@ -91,13 +91,16 @@ export class AttachmentsRepo {
   }
 
   /**
-   * The conversations whose messages carry the sent attachment: the first (its row's) and those it was sent
-   * again in (bindAttachments); a deleted one may be among them until the collection's orphan pass.
+   * The conversations whose messages carry the attachment: the first (its row's) and those it was sent again
+   * in (bindAttachments); none while unsent. A deleted one may be among them until the collection's orphan pass.
    */
-  carriers(row: Pick<AttachmentRow, 'id' | 'conversation_id'>): string[] {
-    if (row.conversation_id === null) return [];
-    const again = this.db.all<{ conversation_id: string }>('SELECT conversation_id FROM attachment_uses WHERE attachment_id = ?', [row.id]);
-    return [row.conversation_id, ...again.map((use) => use.conversation_id)];
+  carriers(id: string): string[] {
+    return this.db
+      .all<{ conversation_id: string }>(
+        'SELECT conversation_id FROM attachments WHERE id = ? AND conversation_id IS NOT NULL UNION SELECT conversation_id FROM attachment_uses WHERE attachment_id = ?',
+        [id, id],
+      )
+      .map((row) => row.conversation_id);
   }
 
   /** The person's uploads no message carries yet, newest first. */

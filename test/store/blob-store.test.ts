@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { BlobDamagedError, BlobStore } from '../../src/store/blob-store';
 import type { BlobReferences } from '../../src/store/blob-guard';
 import { openStore } from '../../src/store/index';
+import { datasyncGate } from '../helpers/datasync-gate';
 import { spawnStoreChild, tempDir } from '../helpers/store-utils';
 
 const sha256 = (bytes: Uint8Array | string) => createHash('sha256').update(bytes).digest('hex');
@@ -50,6 +51,29 @@ test('the same content is stored once; a collection with no row referring to it 
   assert.deepEqual(await blobs.collect(noRows, [a.hash]), { removed: 0, bytes: 0 });
   assert.equal(await blobs.get(a.hash), undefined);
   assert.equal(await blobs.has(a.hash), false);
+});
+
+test('writeEvenIfStored: bytes already stored cost the syncs of new bytes (an upload, s36 dedup36); a plain put of them writes nothing', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  const blobs = await BlobStore.open(dir);
+  const syncs = await datasyncGate(t);
+  const syncsOf = async (put: () => Promise<unknown>) => {
+    const at = syncs.count();
+    await put();
+    return syncs.count() - at;
+  };
+  const evenIfStored = (bytes: string) => blobs.holding((put) => put(bytes), { writeEvenIfStored: true });
+  const fresh = await syncsOf(() => evenIfStored('new bytes'));
+  const known = await syncsOf(() => evenIfStored('new bytes'));
+  assert.deepEqual([fresh, known], [2, 2], 'the file and its folder, both times');
+  assert.equal(await syncsOf(() => blobs.put('new bytes')), 0, 'a turn’s put of stored bytes still writes nothing');
+  assert.equal(await syncsOf(() => blobs.holding((put) => put('new bytes'))), 0);
+  // The stored file's second name (kept so the rename frees nothing on the put's way) goes just after.
+  const blobFile = path.join(dir, sha256('new bytes').slice(0, 2), sha256('new bytes'));
+  for (let tries = 0; tries < 200 && (await filesUnder(dir)).length > 1; tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(await filesUnder(dir), [blobFile], 'one file, no temp left');
+  assert.equal((await blobs.get(sha256('new bytes')))?.toString(), 'new bytes');
 });
 
 test('a damaged blob file is reported, never served', async (t) => {

@@ -84,6 +84,24 @@ const show = (values: number[]) => {
 /** Of all pairs (known, fresh), how often known was the faster: 0.5 is a coin's guess. */
 const fasterShare = (known: number[], fresh: number[]) => known.filter((k, i) => k < fresh[i]).length / known.length;
 
+/**
+ * The later drop (DROP_ROUNDS, default 4, a round each size): bob at his bound uploads 10 files of the size,
+ * every other one bytes ada uploaded (and keeps this round), then 10 small files, each of whose ends pushes
+ * out one of those 10 in turn; its time is grouped by whether another person still refers to the bytes
+ * dropped (nothing freed) or not (the blob removed). Answers the two groups' end times.
+ */
+async function dropRound(build: Build, size: number): Promise<{ shared: number[]; alone: number[] }> {
+  const shared = Array.from({ length: 5 }, () => randomBytes(size));
+  for (const bytes of shared) await upload(build.ada, bytes);
+  for (let i = 0; i < 5; i++) {
+    await upload(build.bob, shared[i]);
+    await upload(build.bob, randomBytes(size));
+  }
+  const times = { shared: [] as number[], alone: [] as number[] };
+  for (let i = 0; i < 10; i++) (i % 2 === 0 ? times.shared : times.alone).push((await upload(build.bob, randomBytes(64))).endMs);
+  return times;
+}
+
 async function main(): Promise<void> {
   const given = { A: process.env.A, B: process.env.B ?? join(__dirname, '..', 'dist', 'cli.js') };
   const sizes = (process.env.SIZES ?? `${4 * 1024},${1024 * 1024},${20 * 1024 * 1024}`).split(',').map(Number);
@@ -141,6 +159,29 @@ async function main(): Promise<void> {
           `  ${name} whole: known ${show(allK)}  fresh ${show(allF)}  known/fresh ${fmt(quartiles(allK).p50 / quartiles(allF).p50)}  known faster in ${fmt(100 * fasterShare(allK, allF), 0)}% of pairs`,
         );
         console.log(`  ${name} answers differing beyond their id: ${run.differing} of ${count}`);
+      }
+    }
+    const dropRounds = Number(process.env.DROP_ROUNDS ?? 4);
+    for (const size of dropRounds > 0 ? sizes : []) {
+      const drops = new Map(builds.map((b) => [b.name, { shared: [] as number[], alone: [] as number[] }]));
+      // bob at his bound first (MAX_UNSENT_ATTACHMENTS = 20), so that each later upload pushes one out.
+      for (const build of builds) for (let i = 0; i < 20; i++) await upload(build.bob, randomBytes(64));
+      for (let round = 0; round < dropRounds; round++) {
+        for (const build of round % 2 === 0 ? builds : [...builds].reverse()) {
+          const times = await dropRound(build, size);
+          drops.get(build.name)!.shared.push(...times.shared);
+          drops.get(build.name)!.alone.push(...times.alone);
+        }
+      }
+      console.log(
+        `\nthe later drop, ${size} bytes, ${dropRounds} rounds: a small upload's end pushing out bob's older upload (ms); load ${loadavg()
+          .map((n) => fmt(n))
+          .join(' ')}`,
+      );
+      for (const [name, { shared, alone }] of drops) {
+        console.log(
+          `  ${name} end: bytes another keeps ${show(shared)}  bytes no one else has ${show(alone)}  kept/freed ${fmt(quartiles(shared).p50 / quartiles(alone).p50)}  kept faster in ${fmt(100 * fasterShare(shared, alone), 0)}% of pairs`,
+        );
       }
     }
   } finally {

@@ -13,11 +13,6 @@ export function isAtomicTempName(name: string, target: string): boolean {
   return name.startsWith(`.${target}.`) && name.endsWith('.tmp');
 }
 
-/** A fresh temp path beside `file` (isAtomicTempName tells it). */
-export function atomicTempPath(file: string): string {
-  return join(dirname(file), `.${basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-}
-
 /**
  * Replaces `file` with `content` (text is written as UTF-8) so that a reader (or a crash) sees either
  * the old or the new content, never a mix: temp file in the same directory, fsync, rename over, fsync
@@ -26,7 +21,7 @@ export function atomicTempPath(file: string): string {
 export async function writeFileAtomic(file: string, content: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   const mode = options.mode ?? 0o600;
   const dir = dirname(file);
-  const temp = atomicTempPath(file);
+  const temp = join(dir, `.${basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   const handle = await open(temp, 'wx', mode);
   try {
     try {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { link, mkdir, readdir, readFile, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { atomicTempPath, isAtomicTempName, writeFileAtomic } from '../platform/atomic-write';
+import { isAtomicTempName, writeFileAtomic } from '../platform/atomic-write';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../platform/file-modes';
 import { BlobGuard, type BlobReferences, type Collected } from './blob-guard';
 
@@ -148,27 +148,8 @@ export class BlobStore extends GuardedBlobs {
     // Only complete files are ever renamed into place, so a file of the right size holds these bytes.
     if (!evenIfStored && (await stat(target).catch(() => undefined))?.size === bytes.length) return { hash, size: bytes.length };
     await mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
-    const aside = evenIfStored ? await this.keepAside(target) : undefined;
-    try {
-      await writeFileAtomic(target, bytes, { mode: PRIVATE_FILE_MODE });
-    } finally {
-      // Freed off the put's way (not awaited).
-      if (aside) void unlink(aside).catch(() => undefined);
-    }
+    await writeFileAtomic(target, bytes, { mode: PRIVATE_FILE_MODE });
     return { hash, size: bytes.length };
-  }
-
-  /**
-   * A second name for the stored file, if there is one: renamed over, its last name gone, the file's blocks
-   * would be freed within the rename, which a new blob's never pays (4.7 ms for 20 MiB here). Named as a put's
-   * temp file, so one a crash leaves is removed at the next open; undefined when none (or no hard links here).
-   */
-  private async keepAside(target: string): Promise<string | undefined> {
-    const aside = atomicTempPath(target);
-    return link(target, aside).then(
-      () => aside,
-      () => undefined,
-    );
   }
 
   protected async removeOne(hash: string): Promise<number | undefined> {

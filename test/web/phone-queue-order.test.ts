@@ -4,13 +4,15 @@
  * fake OpenAI provider). A message whose upload the computer let go (the person's 20 newer uploads,
  * MAX_UNSENT_ATTACHMENTS) is uploaded again from the page's copy and sent in its place, before those typed after it
  * (it went behind them: failed on main); sent again once only (a second `not_found` puts it back with its file); and
- * the connection lost between the `not_found` and the upload loses nothing and sends nothing twice. Screens under
+ * the connection lost between the `not_found` and the upload loses nothing and sends nothing twice; and held behind a
+ * message with a file, the next joins the computer's queue as soon as that one does. Screens under
  * test-output/screens/order-*.png. Runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { saveScreens } from '../helpers/phone-screens';
+import { TestClient } from '../helpers/ws-client';
 import { attachTextFile, pageUploads, pushOutUpload, routedPhone, sendMessage, startConversation, startPhoneRig, storedUserMessages, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
 
 const SHOWN = '.machine-view:not([hidden])';
@@ -69,6 +71,39 @@ test('a message whose upload went while it waited offline is sent before the one
   assert.equal(pageUploads(phone).length, 2, 'uploaded again once, from the page’s copy');
   assert.equal(await page.locator(`${SHOWN} .composer-input`).inputValue(), '', 'nothing was put back');
   await saveScreens(page, 'order-kept');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('behind a running turn, the message typed after one with a file joins the queue at once, not when the turn ends', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  const conversationId = await startConversation(rig, page, 'A conversation that will be busy');
+  let open = (): void => undefined;
+  const held = new Promise((resolve) => (open = () => resolve(undefined)));
+  rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } });
+  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  const running = other.request({ type: 'chat', conversation_id: conversationId, message: 'a long turn', stream: true }, 30_000);
+  await page.locator(`${SHOWN} .composer .stop`).waitFor();
+  await attachTextFile(phone, 'photo.txt', `photo ${randomUUID()}`);
+  await sendMessage(page, 'The photo of the error');
+  await sendMessage(page, 'It happens on every start');
+  // Both wait in the computer's queue (seen and removable on every device) while the long turn runs.
+  await page.locator(`${SHOWN} .queue`, { hasText: 'It happens on every start' }).waitFor();
+  assert.deepEqual(await page.locator(`${SHOWN} .queued-preview`).allInnerTexts(), ['The photo of the error', 'It happens on every start']);
+  open();
+  assert.equal((await running).status, 'ok');
+  other.close();
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: It happens on every start' }).waitFor();
+  assert.deepEqual(
+    (await storedUserMessages(rig, page)).map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
+    [
+      ['A conversation that will be busy', []],
+      ['a long turn', []],
+      ['The photo of the error', ['photo.txt']],
+      ['It happens on every start', []],
+    ],
+  );
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });

@@ -149,13 +149,14 @@ export class PermissionBroker {
   /**
    * A `permission_response`: the first answer to a waiting request wins. A
    * later one that agrees is `already_decided`; one that disagrees, or comes after the request expired
-   * or ended, is a `conflict` saying so. A request of a session user's turn is the owner's to answer,
-   * and so is `allow_always` (it adds the rule `rule_added` names).
+   * or ended, is a `conflict` saying so. A request of a session user's turn is the owner's to answer
+   * (to anyone else it is `not_found`, as an unknown id), and so is `allow_always` (it adds the rule
+   * `rule_added` names).
    */
   async answer(requestId: string, reply: { decision: PermissionDecision; note?: string }, answerer: Answerer): Promise<ResultOf<'permission_response'>> {
     const waiting = this.waiting.get(requestId);
     if (waiting) {
-      requireMayAnswer(waiting.ownerOnly, answerer);
+      requireMayAnswer(requestId, waiting.ownerOnly, answerer);
       // A rule binds every later call, of every client: only the owner may add one.
       if (reply.decision === 'allow_always' && !answerer.owner) {
         throw new ServiceError('unauthorized', 'allow_always adds a permission rule: only the owner (access token or the editor) may; answer allow or allow_conversation');
@@ -178,8 +179,8 @@ export class PermissionBroker {
       return { request_id: requestId, decision: reply.decision, decided_by: answerer.label, already_decided: false, ...(ruleAdded ? { rule_added: ruleAdded } : {}) };
     }
     const row = this.deps.store.permissionRequests.get(requestId);
-    if (!row?.resolution) throw new ServiceError('not_found', `no permission request ${requestId}`);
-    requireMayAnswer(row.ownerOnly, answerer);
+    if (!row?.resolution) throw unknownRequest(requestId);
+    requireMayAnswer(requestId, row.ownerOnly, answerer);
     const { decision, decidedBy, reason } = row.resolution;
     if (reason === 'answered' && decision === reply.decision && decidedBy) {
       return { request_id: requestId, decision: reply.decision, decided_by: decidedBy, already_decided: true };
@@ -241,10 +242,16 @@ function mayAnswer(client: AudienceClient, ownerOnly: boolean): boolean {
   return client.canAnswerPermissions && (!ownerOnly || isOwnerClient(client));
 }
 
-function requireMayAnswer(ownerOnly: boolean, answerer: Answerer): void {
-  if (ownerOnly && !answerer.owner) {
-    throw new ServiceError('unauthorized', "this request comes from a session user's turn: only the owner (access token or the editor) may answer it");
-  }
+/**
+ * A request only the owner may answer (a session user's turn's) is never sent nor listed to anyone else:
+ * to them it does not exist, the same answer as an unknown id (its existence is not told, s36).
+ */
+function requireMayAnswer(requestId: string, ownerOnly: boolean, answerer: Answerer): void {
+  if (ownerOnly && !answerer.owner) throw unknownRequest(requestId);
+}
+
+function unknownRequest(requestId: string): ServiceError {
+  return new ServiceError('not_found', `no permission request ${requestId}`);
 }
 
 /** Calls `fire` after `ms`, re-arming past setTimeout's limit; returns the cancel. */

@@ -20,16 +20,17 @@ function uploaderOf(session: ClientSession): string {
 }
 
 /**
- * An attachment this client may use or read: its own upload, or one a message of a conversation it may
- * see carries (the first that did, or another it was sent again in). Anything else is not_found (its
- * existence is not told), a deleted conversation's attachment included (its row went with it).
+ * An attachment this client may use or read (one home for the rule; docs/protocol.md "Attachments"): one no
+ * message carries yet, its uploader's only; a sent one, whoever may see a conversation a message of which
+ * carries it (the first that did, or another it was sent again in: AttachmentsRepo.carriers). Anything else
+ * is not_found, as an unknown id (its existence is not told): a deleted conversation's attachment included
+ * (its row went with it), its uploader too, and one whose conversations were all deleted while a chat naming
+ * it waits in line (held until that message carries it).
  */
 function visibleAttachment(attachmentId: string, session: ClientSession, ctx: CommandContext): AttachmentRow {
   const row = ctx.store.attachments.get(attachmentId);
-  if (row === undefined) throw new ServiceError('not_found', `attachment ${attachmentId} not found`);
-  if (row.uploader === uploaderKeyOf(session)) return row;
-  if (row.conversation_id !== null && canSee(row.conversation_id, session, ctx)) return row;
-  if (row.conversation_id !== null && ctx.store.attachments.usedBy(row.id).some((id) => canSee(id, session, ctx))) return row;
+  if (row !== undefined && row.conversation_id === null && row.uploader === uploaderKeyOf(session)) return row;
+  if (row !== undefined && ctx.store.attachments.carriers(row.id).some((id) => canSee(id, session, ctx))) return row;
   throw new ServiceError('not_found', `attachment ${attachmentId} not found`);
 }
 

@@ -39,11 +39,6 @@ const formatMiB = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;
  */
 export class AttachmentUploads {
   private readonly uploads = new Map<string, Upload>();
-  /**
-   * Unsent uploads a chat names that waits in line (accepted behind a running turn: its message, which binds
-   * them, is stored when its turn comes), by id, with how many chats hold each: never pushed out (`keepNewestUnsent`).
-   */
-  private readonly held = new Map<string, number>();
   constructor(
     private readonly store: Pick<Store, 'blobs' | 'attachments' | 'db'>,
     private readonly idleTimeoutMs = UPLOAD_IDLE_TIMEOUT_MS,
@@ -119,24 +114,6 @@ export class AttachmentUploads {
   }
 
   /**
-   * Holds these uploads while a chat naming them waits for its turn (until `release` is called): they keep
-   * their places in their person's bound and newer uploads never push them out.
-   */
-  hold(attachmentIds: readonly string[]): () => void {
-    for (const id of attachmentIds) this.held.set(id, (this.held.get(id) ?? 0) + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      for (const id of attachmentIds) {
-        const count = (this.held.get(id) ?? 1) - 1;
-        if (count > 0) this.held.set(id, count);
-        else this.held.delete(id);
-      }
-    };
-  }
-
-  /**
    * Refuses an upload when the person's files that waiting chats hold fill the bound: kept, it would be pushed
    * out at once (the held ones never are), and the bound stays the person's, held files included.
    */
@@ -149,7 +126,8 @@ export class AttachmentUploads {
 
   /** The person's unsent uploads a waiting chat holds (none held at all: no query). */
   private heldOf(uploader: string): UnsentAttachment[] {
-    return this.held.size === 0 ? [] : this.store.attachments.unsentOf(uploader).filter((row) => this.held.has(row.id));
+    const { holds } = this.store.attachments;
+    return holds.size === 0 ? [] : this.store.attachments.unsentOf(uploader).filter((row) => holds.has(row.id));
   }
 
   /**
@@ -158,7 +136,7 @@ export class AttachmentUploads {
    */
   private async keepNewestUnsent(uploader: string): Promise<void> {
     const unsent = this.store.attachments.unsentOf(uploader);
-    const isHeld = (row: UnsentAttachment) => this.held.has(row.id);
+    const isHeld = (row: UnsentAttachment) => this.store.attachments.holds.has(row.id);
     const beyond = unsentBeyondBound([...unsent.filter(isHeld), ...unsent.filter((row) => !isHeld(row))]).filter((row) => !isHeld(row));
     if (beyond.length === 0) return;
     await this.store.blobs.collect(blobReferences(this.store.db), await this.store.attachments.dropUnsent(beyond));

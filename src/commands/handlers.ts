@@ -109,7 +109,8 @@ export const handlers: HandlerMap = {
     // Checked before the turn starts (a resend gets the original result unchecked): a chat naming an
     // attachment it may not use, or too much context, is refused whole.
     // Its files are held from the check until the chat is answered: waiting behind a running turn, the message
-    // (which binds them) is stored only when its turn comes, and newer uploads must not push them out meanwhile.
+    // (which binds them) is stored only when its turn comes, and neither newer uploads nor the deletion of the
+    // conversations that carry them may drop them meanwhile (store/attachment-holds.ts).
     let release = (): void => undefined;
     const check = () => {
       const contextSize = contextChars(command.context ?? []);
@@ -118,7 +119,7 @@ export const handlers: HandlerMap = {
       }
       const attachments = chatAttachments(command.attachments, session, ctx);
       release(); // Checked again (were it ever): one hold, not two.
-      release = ctx.uploads.hold(attachments.map((a) => a.attachment_id));
+      release = ctx.store.attachments.holds.hold(attachments.map((a) => a.attachment_id));
       return attachments;
     };
     try {

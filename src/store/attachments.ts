@@ -1,3 +1,4 @@
+import type { AttachmentHolds } from './attachment-holds';
 import type { Database, PlannedOp, WriteTx } from './database';
 import { packedMap } from '../platform/packed-map';
 
@@ -34,7 +35,9 @@ export const ATTACHMENT_USES_TABLE_SQL = 'CREATE TABLE attachment_uses (attachme
 /**
  * Marks the attachments as carried by a message of the conversation: statements for the transaction storing
  * that message (MessagesRepo.appendMany's planned statements), known before they run. One bound to another
- * conversation already (sent again) is noted as used by this one too.
+ * conversation already (sent again) is noted as used by this one too: so is one whose conversations were
+ * all deleted while the message waited in line (held: AttachmentHolds), left to this one by the collection's
+ * orphan pass (dropConversationAttachments of the deleted one).
  */
 export function bindAttachments(ids: readonly string[], conversationId: string): PlannedOp[] {
   if (ids.length === 0) return [];
@@ -49,16 +52,21 @@ export function bindAttachments(ids: readonly string[], conversationId: string):
 /**
  * Inside a conversation's deletion (trashConversation): its uses go, an attachment it carried first that
  * another conversation carries too is bound to that one, and its other attachments' rows go (their bytes
- * are freed by the next blob collection: blob-collection.ts).
+ * are freed by the next blob collection: blob-collection.ts), except those `held` (AttachmentHolds ids):
+ * a chat waiting in another conversation's line names them, and its message binds them when stored
+ * (bindAttachments). Until then no conversation carries them and no one reads them (visibleAttachment).
+ * A held row left bound to a deleted conversation is what the collection's orphan pass then rebinds (or,
+ * no message having carried it, drops once it is no longer held).
  */
-export function dropConversationAttachments(tx: WriteTx, conversationId: string): void {
+export function dropConversationAttachments(tx: WriteTx, conversationId: string, held: readonly string[]): void {
   tx.run('DELETE FROM attachment_uses WHERE conversation_id = ?', [conversationId]);
   tx.run(
     'UPDATE attachments SET conversation_id = (SELECT min(u.conversation_id) FROM attachment_uses u WHERE u.attachment_id = attachments.id) WHERE conversation_id = ? AND id IN (SELECT attachment_id FROM attachment_uses)',
     [conversationId],
   );
   // Bound before migration 25 (`uses_unknown`): another conversation may carry it unrecorded, so it stays.
-  tx.run('DELETE FROM attachments WHERE conversation_id = ? AND uses_unknown = 0', [conversationId]);
+  // The held ids as one JSON parameter: however many chats wait, no limit on SQL variables to meet.
+  tx.run('DELETE FROM attachments WHERE conversation_id = ? AND uses_unknown = 0 AND id NOT IN (SELECT value FROM json_each(?))', [conversationId, JSON.stringify(held)]);
 }
 
 /** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */
@@ -67,7 +75,11 @@ export function insertAttachment(tx: WriteTx, row: AttachmentRow): void {
 }
 
 export class AttachmentsRepo {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** What chats waiting in line hold (in memory). */
+    readonly holds: AttachmentHolds,
+  ) {}
 
   /** Records a complete upload; call after its blob is durably stored. */
   async add(row: Omit<AttachmentRow, 'conversation_id'>): Promise<void> {
@@ -78,9 +90,17 @@ export class AttachmentsRepo {
     return this.db.get<AttachmentRow>(`SELECT ${COLUMNS} FROM attachments WHERE id = ?`, [id]);
   }
 
-  /** The other conversations that carry the attachment (sent again after its first): bindAttachments. */
-  usedBy(id: string): string[] {
-    return this.db.all<{ conversation_id: string }>('SELECT conversation_id FROM attachment_uses WHERE attachment_id = ?', [id]).map((row) => row.conversation_id);
+  /**
+   * The conversations whose messages carry the attachment: the first (its row's) and those it was sent again
+   * in (bindAttachments); none while unsent. A deleted one may be among them until the collection's orphan pass.
+   */
+  carriers(id: string): string[] {
+    return this.db
+      .all<{ conversation_id: string }>(
+        'SELECT conversation_id FROM attachments WHERE id = ? AND conversation_id IS NOT NULL UNION SELECT conversation_id FROM attachment_uses WHERE attachment_id = ?',
+        [id, id],
+      )
+      .map((row) => row.conversation_id);
   }
 
   /** The person's uploads no message carries yet, newest first. */

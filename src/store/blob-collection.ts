@@ -1,4 +1,5 @@
 import type { Logger } from '../log/logger';
+import type { AttachmentHolds } from './attachment-holds';
 import { dropConversationAttachments } from './attachments';
 import type { Collected } from './blob-guard';
 import { blobReferences } from './blob-refs';
@@ -15,15 +16,16 @@ const ORPHANED =
 /**
  * Frees what deleted conversations left in the blob store (history/maintenance.ts runs it after
  * deletions and at its first pass, off any turn's path): their orphaned attachment rows first (one
- * journaled transaction), then every blob no row refers to (BlobStore.collect: a put whose row is not
+ * journaled transaction; those a waiting chat holds stay: AttachmentHolds), then every blob no row refers to (BlobStore.collect: a put whose row is not
  * yet written is never taken, and a removal waits for the rows' deletion to be durable).
  */
-export async function collectBlobs(db: Database, blobs: Pick<Blobs, 'collect'>, logger: Logger): Promise<Collected> {
+export async function collectBlobs(db: Database, blobs: Pick<Blobs, 'collect'>, logger: Logger, holds?: AttachmentHolds): Promise<Collected> {
   // A schema before migration 25 (only a test opens one): what refers to blobs is not all known.
   if (db.get("SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'attachment_uses'") === undefined) return { removed: 0, bytes: 0 };
   if (db.get(`${ORPHANED} LIMIT 1`) !== undefined) {
     await db.write((tx) => {
-      for (const { conversation_id } of tx.all<{ conversation_id: string }>(ORPHANED)) dropConversationAttachments(tx, conversation_id);
+      const held = holds?.ids() ?? [];
+      for (const { conversation_id } of tx.all<{ conversation_id: string }>(ORPHANED)) dropConversationAttachments(tx, conversation_id, held);
     });
   }
   const started = performance.now();

@@ -1,3 +1,4 @@
+import type { AttachmentHolds } from './attachment-holds';
 import { dropConversationAttachments } from './attachments';
 import type { Database, SqlParamInput, WriteOptions, WriteTx } from './database';
 import type { ConversationRow, NewConversation } from './types';
@@ -35,6 +36,8 @@ export class ConversationsRepo {
 
   constructor(
     private readonly db: Database,
+    /** Attachments chats waiting in line hold: a deletion leaves their rows (dropConversationAttachments). */
+    private readonly holds: AttachmentHolds,
     /** Called after a delete put message bodies in `history_trash` (history/maintenance.ts frees them). */
     private readonly onTrash: () => void = () => {},
   ) {
@@ -93,7 +96,7 @@ export class ConversationsRepo {
    * of 20,000 messages deleted in this one transaction held the loop 50-140 ms: bench/delete-stall-ab.ts).
    */
   async delete(id: string): Promise<boolean> {
-    const deleted = await this.db.write((tx) => trashConversation(tx, id));
+    const deleted = await this.db.write((tx) => trashConversation(tx, id, this.holds.ids()));
     this.onTrash();
     return deleted;
   }
@@ -154,14 +157,14 @@ export class ConversationsRepo {
  * transaction: the maintenance frees them in batches afterwards (history/maintenance.ts `emptyDeleted`),
  * also after a crash. Retention and delete_conversation both delete this way.
  */
-export function trashConversation(tx: WriteTx, id: string): boolean {
+export function trashConversation(tx: WriteTx, id: string, heldAttachments: readonly string[] = []): boolean {
   tx.run('INSERT OR IGNORE INTO history_cold_trash (conversation_id) SELECT id FROM conversations WHERE id = ? AND (cold_seq > 0 OR EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?))', [
     id,
     id,
   ]);
   tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
   // Its attachments: no one reads them any more (not even their uploader) unless another conversation carries them too.
-  dropConversationAttachments(tx, id);
+  dropConversationAttachments(tx, id, heldAttachments);
   // Its retries' keys: after a restart a resend of one is answered not_found, as a chat's of a deleted
   // conversation (until then the resends' memory still answers its sender with the first result).
   tx.run('DELETE FROM retry_keys WHERE conversation_id = ?', [id]);

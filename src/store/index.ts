@@ -15,6 +15,7 @@ import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
 import { FileChangesRepo } from './file-changes';
 import { AttachmentsRepo } from './attachments';
+import { AttachmentHolds } from './attachment-holds';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 import { UsageRepo } from './usage';
@@ -203,10 +204,10 @@ async function salvageHistory(db: Database, history: HistoryStore, journaled: Ke
 export function repositories(
   db: Database,
   history: HistoryStore,
-  parts: { audit: AuditRepo; usage: UsageRepo; blobs: Blobs; kick: () => void },
+  parts: { audit: AuditRepo; usage: UsageRepo; blobs: Blobs; kick: () => void; holds: AttachmentHolds },
 ): Omit<Store, 'backup' | 'history' | 'maintenance' | 'problem' | 'close'> {
-  const { audit, usage, blobs, kick } = parts;
-  const conversations = new ConversationsRepo(db, kick);
+  const { audit, usage, blobs, kick, holds } = parts;
+  const conversations = new ConversationsRepo(db, holds, kick);
   const messages = new MessagesRepo(db, history, (id) => conversations.sourceOf(id) !== undefined);
   return {
     db,
@@ -225,7 +226,7 @@ export function repositories(
     audit,
     worktrees: new WorktreesRepo(db),
     retryKeys: new RetryKeysRepo(db),
-    attachments: new AttachmentsRepo(db),
+    attachments: new AttachmentsRepo(db, holds),
   };
 }
 
@@ -305,12 +306,13 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   }
   const audit = new AuditRepo(db, options.now);
   const usage = new UsageRepo(db, history);
-  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit, usage, blobs, hotMessages: options.hotMessages });
+  const holds = new AttachmentHolds();
+  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit, usage, blobs, holds, hotMessages: options.hotMessages });
   if (options.retention) maintenance.setPolicy(options.retention);
   maintenance.start();
   const opened = history;
   return {
-    ...repositories(db, history, { audit, usage, blobs, kick: () => maintenance.deleted() }),
+    ...repositories(db, history, { audit, usage, blobs, kick: () => maintenance.deleted(), holds }),
     // The snapshot first, then history.db: every body a copied message refers to was committed before it.
     backup: async (destDir) => {
       await db.copySnapshot(path.join(destDir, db.fileName));

@@ -88,7 +88,7 @@ export class PushDevicesRepo {
    * Stores a device, or replaces an existing device's subscription (its name and settings as given;
    * `created_at` kept; the delivery record starts over, the subscription being new). All in one
    * transaction: `taken` when the device id, or the endpoint, is another person's (mayUse); `full` for a
-   * new device beyond `maxDevices`.
+   * new device beyond `maxDevices` of this person's.
    */
   subscribe(device: NewPushDevice & { person: string }, maxDevices: number, now: string = new Date().toISOString()): Promise<'stored' | 'taken' | 'full'> {
     return this.db.write((tx) => {
@@ -97,7 +97,8 @@ export class PushDevicesRepo {
       if (existing && !mayUse(existing, claimant)) return 'taken';
       const sameEndpoint = tx.all<{ person: string | null }>('SELECT person FROM push_devices WHERE endpoint = ? AND device_id <> ?', [device.endpoint, device.device_id]);
       if (sameEndpoint.some((other) => other.person !== device.person)) return 'taken';
-      const count = Number(tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM push_devices')?.n ?? 0);
+      // Counted per person: another's devices neither fill one's own bound nor show through it (s36).
+      const count = tx.all<{ person: string | null }>('SELECT person FROM push_devices').filter((row) => mayUse(row, claimant)).length;
       if (!existing && count >= maxDevices) return 'full';
       tx.run(
         `INSERT INTO push_devices (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)

@@ -1,4 +1,5 @@
 import { nullLogger } from '../log/logger';
+import { AttachmentHolds } from './attachment-holds';
 import { AuditRepo } from './audit';
 import { MemoryBlobs } from './blob-store';
 import { Database } from './database';
@@ -32,7 +33,7 @@ export async function openScratchStore(real: Store, signal?: AbortSignal): Promi
   // Blobs in memory: none of the practice's reaches the data directory, whatever its turn would store.
   const blobs = new MemoryBlobs();
   return {
-    ...repositories(db, history, { audit, usage, blobs, kick: () => undefined }),
+    ...repositories(db, history, { audit, usage, blobs, kick: () => undefined, holds: new AttachmentHolds() }),
     backup: () => Promise.reject(new Error('a scratch store has no backup')),
     history,
     // Never started: a scratch store has nothing to sweep or move.

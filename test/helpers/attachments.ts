@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { ATTACHMENT_CHUNK_BYTES } from '../../src/protocol';
 
@@ -38,4 +39,14 @@ export function pngLike(size: number): Buffer {
   for (let i = 0; i < size; i++) bytes[i] = (i * 7919 + (i >> 8)) & 0xff;
   Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).copy(bytes);
   return bytes;
+}
+
+/** Waits until the conversation lists `count` messages waiting behind its running turn. */
+export async function waitQueued(client: { request: Request }, conversationId: string, count: number): Promise<void> {
+  for (let tries = 0; tries < 200; tries++) {
+    const listed = (await client.request({ type: 'list_conversations' })).data as { conversations: { id: string; queued: unknown[] }[] };
+    if (listed.conversations.find((c) => c.id === conversationId)?.queued.length === count) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.fail(`${count} messages never waited in ${conversationId}`);
 }

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -5,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { LogFields, Logger } from '../../src/log/logger';
 import { Database } from '../../src/store/database';
+import type { Store } from '../../src/store';
 
 export interface LogLine {
   level: 'debug' | 'info' | 'warn' | 'error';
@@ -131,3 +133,15 @@ export async function openTable(dir: string, segmentBytes?: number): Promise<Dat
 
 /** `t`'s values in the order written. */
 export const tableValues = (db: Database) => db.all<{ v: string }>('SELECT v FROM t ORDER BY rowid').map((r) => r.v);
+
+/** Retention retires the conversation now: it is made idle since 2001, one maintenance pass runs with a 365-day window, then the window goes. */
+export async function retireNow(store: Pick<Store, 'conversations' | 'maintenance'>, conversationId: string): Promise<void> {
+  assert.equal(await store.conversations.touch(conversationId, '2001-01-01T00:00:00.000Z'), true);
+  store.maintenance.setPolicy({ maxDays: 365 });
+  try {
+    await store.maintenance.run();
+  } finally {
+    store.maintenance.setPolicy({});
+  }
+  assert.equal(store.conversations.get(conversationId), undefined, 'retired');
+}

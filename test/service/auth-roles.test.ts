@@ -175,7 +175,8 @@ describe("a session user's own tool prompts", () => {
     const request = (await ownerAsked) as { request_id: string; source: string };
     const answer = await localUser.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
     assert.equal(answer.status, 'error');
-    assert.equal(answer.code, 'unauthorized');
+    // Never sent nor listed to the session user: to it the request is an unknown one (s36).
+    assert.equal(answer.code, 'not_found');
     const deny = await localOwner.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
     assert.equal(deny.status, 'ok', JSON.stringify(deny));
     assert.equal((await chat).status, 'ok');

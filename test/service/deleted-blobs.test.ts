@@ -12,6 +12,7 @@ import { after, test } from 'node:test';
 import { BLOBS_DIR_NAME } from '../../src/store/blob-store';
 import { downloadAttachment, sha256, uploadAttachment } from '../helpers/attachments';
 import { passwordUsers, sessionClient } from '../helpers/service';
+import { retireNow } from '../helpers/store-utils';
 import { useService } from '../helpers/service-fixture';
 import type { TestClient } from '../helpers/ws-client';
 
@@ -99,15 +100,7 @@ test('retention frees a retired conversation’s attachment and before/after ima
   const old = `idle before ${randomUUID()}\n`;
   const written = `idle after ${randomUUID()}\n`;
   const idle = await conversationWithFiles(ada!, await upload(ada!, bytes, 'idle.txt'), 'idle.txt', old, written);
-  const { store } = svc.service;
-  assert.equal(await store.conversations.touch(idle, '2001-01-01T00:00:00.000Z'), true);
-  store.maintenance.setPolicy({ maxDays: 365 });
-  try {
-    await store.maintenance.run();
-  } finally {
-    store.maintenance.setPolicy({});
-  }
-  assert.equal(store.conversations.get(idle), undefined, 'retired');
+  await retireNow(svc.service.store, idle);
   for (const [what, b] of [
     ['attachment', bytes],
     ['before-image', old],

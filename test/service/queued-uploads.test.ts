@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { MAX_ATTACHMENTS_PER_MESSAGE, MAX_UNSENT_ATTACHMENTS } from '../../src/protocol';
-import { uploadAttachment } from '../helpers/attachments';
+import { uploadAttachment, waitQueued } from '../helpers/attachments';
 import { useService } from '../helpers/service-fixture';
 import type { TestClient } from '../helpers/ws-client';
 
@@ -25,16 +25,6 @@ async function uploaded(client: TestClient, name: string): Promise<string> {
   const done = await upload(client, name);
   assert.equal(done.status, 'ok', JSON.stringify(done));
   return (done.data as { attachment_id: string }).attachment_id;
-}
-
-/** Waits until the conversation lists `count` messages waiting behind its running turn. */
-async function waitQueued(client: TestClient, conversationId: string, count: number): Promise<void> {
-  for (let tries = 0; tries < 200; tries++) {
-    const listed = (await client.request({ type: 'list_conversations' })).data as { conversations: { id: string; queued: unknown[] }[] };
-    if (listed.conversations.find((c) => c.id === conversationId)?.queued.length === count) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  assert.fail(`${count} messages never waited in ${conversationId}`);
 }
 
 test('a file a message waiting in line names is not pushed out by newer uploads; a new upload is refused when waiting messages hold the whole bound', async () => {

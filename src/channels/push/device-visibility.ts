@@ -35,9 +35,10 @@ export class DeviceVisibility {
     return this.bySession.get(session)?.deviceId;
   }
 
-  isVisible(deviceId: string): boolean {
+  /** Whether an open session of the device's own person (`mayReport`) says its page is on screen. */
+  isVisible(deviceId: string, mayReport: (session: ClientSession) => boolean): boolean {
     for (const [session, state] of this.bySession) {
-      if (state.deviceId === deviceId && state.visible && this.isOpen(session)) return true;
+      if (state.deviceId === deviceId && state.visible && this.isOpen(session) && mayReport(session)) return true;
     }
     return false;
   }

@@ -142,15 +142,14 @@ export class PushService implements PushCommands {
     );
     // Never a takeover: another person's device id or subscription stays theirs (the owner's too).
     if (stored === 'taken') throw new ServiceError('unauthorized', 'this device (or its push subscription) was subscribed by someone else: they must remove it (push_unsubscribe) first');
-    if (stored === 'full') throw new ServiceError('invalid_request', `at most ${max} devices may subscribe: remove one (push_unsubscribe) first`);
+    if (stored === 'full') throw new ServiceError('invalid_request', `at most ${max} devices a person may subscribe: remove one (push_unsubscribe) first`);
     this.visibility.nameDevice(session, command.device_id);
     this.log.info('push.subscribed', { device: command.device_id });
     return deviceView(this.deps.store.pushDevices.get(command.device_id)!);
   }
 
   async settings(command: CommandOf<'push_settings'>, session: ClientSession): Promise<PushDevice> {
-    const device = this.requireDevice(command.device_id);
-    this.requireMayChange(command.device_id, session);
+    const device = this.requireDevice(command.device_id, session);
     await this.deps.store.pushDevices.updateSettings(device.device_id, {
       device_name: command.device_name ?? device.device_name,
       events: { ...device.events, ...command.events },
@@ -160,8 +159,7 @@ export class PushService implements PushCommands {
   }
 
   async unsubscribe(deviceId: string, session: ClientSession): Promise<boolean> {
-    if (!this.deps.store.pushDevices.get(deviceId)) return false;
-    this.requireMayChange(deviceId, session);
+    if (!this.deviceFor(deviceId, session)) return false;
     const removed = await this.deps.store.pushDevices.remove(deviceId);
     if (removed) this.log.info('push.unsubscribed', { device: deviceId });
     return removed;
@@ -171,14 +169,13 @@ export class PushService implements PushCommands {
   list(session: ClientSession): PushDevice[] {
     return this.deps.store.pushDevices
       .list()
-      .filter((device) => isOwner(session) || mayUse(device, ownerOf(session)))
+      .filter((device) => mayChange(device, session))
       .map(deviceView);
   }
 
   /** A password user tests only its own devices: each test rings the phone, and another's is not its to ring. */
   async test(deviceId: string | undefined, session: ClientSession): Promise<PushTestResult[]> {
-    if (deviceId !== undefined) this.requireMayChange(this.requireDevice(deviceId).device_id, session);
-    const devices = deviceId === undefined ? this.deps.store.pushDevices.list().filter((device) => mayChange(device, session)) : [this.requireDevice(deviceId)];
+    const devices = deviceId === undefined ? this.deps.store.pushDevices.list().filter((device) => mayChange(device, session)) : [this.requireDevice(deviceId, session)];
     return Promise.all(
       devices.map(async (device) => {
         const outcome = await this.push(device, { payload: testPayload(device.content_blind), ttl: TEST_TTL_SECONDS, urgency: 'normal', topic: topicOf('test') });
@@ -188,24 +185,29 @@ export class PushService implements PushCommands {
   }
 
   reportVisibility(session: ClientSession, deviceId: string | undefined, visible: boolean): { device_id: string | null; visible: boolean } {
-    // Strictly one's own, the owner included: a page that says another's device is on screen silences it.
+    // Strictly one's own, the owner included: a page that says another's device is on screen would silence
+    // it. The owner, who lists every device, is told so; to anyone else another's id is one like any unknown
+    // id (recorded as named, answered alike), and a report counts only for its own person's device
+    // (`isVisible` below), so it silences nothing.
     const device = deviceId === undefined ? undefined : this.deps.store.pushDevices.get(deviceId);
-    if (device && !mayUse(device, ownerOf(session))) throw new ServiceError('unauthorized', 'this device was subscribed by someone else');
+    if (device && isOwner(session) && !mayUse(device, ownerOf(session))) throw new ServiceError('unauthorized', 'this device was subscribed by someone else');
     return this.visibility.report(session, deviceId, visible);
   }
 
-  private requireDevice(deviceId: string): PushDeviceRow {
+  /**
+   * The device of this id as the session may see it: the owner any (every device is on the owner's
+   * machine: it may clear a stale one), anyone else only its own person's. Another person's device is,
+   * to them, no device at all: the same answer as an unknown id (its existence is not told, s36).
+   */
+  private deviceFor(deviceId: string, session: ClientSession): PushDeviceRow | undefined {
     const device = this.deps.store.pushDevices.get(deviceId);
-    if (!device) throw new ServiceError('not_found', `no push device ${deviceId}`);
-    return device;
+    return device && mayChange(device, session) ? device : undefined;
   }
 
-  /** A password user may not change, test or remove another person's device (the owner may, to clear a stale one). */
-  private requireMayChange(deviceId: string, session: ClientSession): void {
-    const device = this.deps.store.pushDevices.get(deviceId);
-    if (device && !mayChange(device, session)) {
-      throw new ServiceError('unauthorized', 'this device was subscribed by someone else: only they (or the owner) may change it');
-    }
+  private requireDevice(deviceId: string, session: ClientSession): PushDeviceRow {
+    const device = this.deviceFor(deviceId, session);
+    if (!device) throw new ServiceError('not_found', `no push device ${deviceId}`);
+    return device;
   }
 
   // ---- Notifier ----
@@ -220,7 +222,9 @@ export class PushService implements PushCommands {
 
   /** The devices that would have received an event with this filter, as their subscribing client. */
   private recipients(kind: 'prompt' | 'review' | EndedRun['kind'], filter: EventFilter): PushDeviceRow[] {
-    return this.deps.store.pushDevices.list().filter((device) => device.events[kind] && filter(asClient(device)) && !this.visibility.isVisible(device.device_id));
+    return this.deps.store.pushDevices
+      .list()
+      .filter((device) => device.events[kind] && filter(asClient(device)) && !this.visibility.isVisible(device.device_id, (session) => mayUse(device, ownerOf(session))));
   }
 
   private onPrompt(event: PermissionRequest, filter: EventFilter): void {

@@ -15,6 +15,7 @@ import type { AuditRepo } from '../audit';
 import type { UsageRepo } from '../usage';
 import type { Blobs } from '../blob-store';
 import { collectBlobs } from '../blob-collection';
+import type { AttachmentHolds } from '../attachment-holds';
 
 export interface RetentionPolicy {
   /** Conversations with no activity for this many days are deleted. */
@@ -39,6 +40,8 @@ export interface MaintenanceOptions {
   usage?: Pick<UsageRepo, 'moveCold'>;
   /** The blob store whose blobs no row refers to any more are freed after deletions (blob-collection.ts); none: never collected. */
   blobs?: Pick<Blobs, 'collect'>;
+  /** Attachments chats waiting in line hold: a retired conversation leaves their rows (dropConversationAttachments). */
+  holds?: AttachmentHolds;
   /**
    * Messages whose metadata stays in sql.js: the most recently active conversations' (default
    * DEFAULT_HOT_MESSAGES); the rest moves to history.db (cold.ts).
@@ -195,7 +198,7 @@ export class HistoryMaintenance {
     this.blobsOwed = false;
     try {
       // Left for later while a backup copies the blobs: the next pass collects again.
-      if ((await collectBlobs(this.db, blobs, logger)).deferred) this.blobsOwed = true;
+      if ((await collectBlobs(this.db, blobs, logger, this.options.holds)).deferred) this.blobsOwed = true;
     } catch (err) {
       this.blobsOwed = true;
       throw err;
@@ -281,7 +284,7 @@ export class HistoryMaintenance {
     const retired = await this.db.write((tx) => {
       const id = pick(tx);
       const source = id === undefined ? undefined : tx.get<{ source: string }>('SELECT source FROM conversations WHERE id = ?', [id])?.source;
-      return id !== undefined && source !== undefined && trashConversation(tx, id) ? { id, source } : undefined;
+      return id !== undefined && source !== undefined && trashConversation(tx, id, this.options.holds?.ids()) ? { id, source } : undefined;
     });
     if (!retired) return false;
     this.blobsOwed = true;

@@ -13,7 +13,7 @@ import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-c
 import { MAX_UNSENT_ATTACHMENTS } from '../../src/protocol';
 import { uploadAttachment } from './attachments';
 import { launchChromium, serveStatic, type StaticServer } from './browser';
-import { startFakeOpenAI, type FakeOpenAI } from './fake-openai';
+import { startFakeOpenAI, type FakeOpenAI, type FakeStep } from './fake-openai';
 import { startService, type RunningService } from './service';
 import { tempDir } from './temp';
 import { TestClient } from './ws-client';
@@ -246,4 +246,16 @@ export async function routedPhone(rig: PhoneRig): Promise<{
     });
   });
   return { phone, frames };
+}
+
+/**
+ * A conversation started on the page whose next turn the fake holds open after its first chunk until `open()`
+ * (the answers after it: `then`): messages sent meanwhile wait in its queue.
+ */
+export async function busyConversation(rig: PhoneRig, page: Page, ...then: FakeStep[]): Promise<{ conversationId: string; open: () => void }> {
+  const conversationId = await startConversation(rig, page, 'A conversation that will be busy');
+  let open = (): void => undefined;
+  const held = new Promise((resolve) => (open = () => resolve(undefined)));
+  rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } }, ...then);
+  return { conversationId, open };
 }

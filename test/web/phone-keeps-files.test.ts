@@ -17,6 +17,7 @@ import { uploadAttachment } from '../helpers/attachments';
 import { saveScreens } from '../helpers/phone-screens';
 import {
   attachTextFile,
+  busyConversation,
   queueForReload,
   routedPhone,
   reloadPhone,
@@ -204,11 +205,8 @@ test('a message with a file, waiting offline for a conversation deleted meanwhil
 test('a file that would push out a file of a message waiting in line is refused on its chip, before anything is lost', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
-  const conversationId = await startConversation(rig, page, 'A conversation that will be busy');
   // A long turn (the fake holds it open), and the same person's two messages waiting behind it with the bound's worth of files.
-  let open = (): void => undefined;
-  const held = new Promise((resolve) => (open = () => resolve(undefined)));
-  rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } }, { text: 'One.' }, { text: 'Two.' });
+  const { conversationId, open } = await busyConversation(rig, page, { text: 'One.' }, { text: 'Two.' });
   const clients = await Promise.all([0, 1, 2, 3].map(() => TestClient.authed(rig.svc.wsUrl, rig.svc.token)));
   const running = clients[0].request({ type: 'chat', conversation_id: conversationId, message: 'a long turn', stream: true }, 30_000);
   const files: string[] = [];

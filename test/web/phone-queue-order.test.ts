@@ -13,7 +13,19 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { saveScreens } from '../helpers/phone-screens';
 import { TestClient } from '../helpers/ws-client';
-import { attachTextFile, pageUploads, pushOutUpload, routedPhone, sendMessage, startConversation, startPhoneRig, storedUserMessages, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
+import {
+  attachTextFile,
+  busyConversation,
+  pageUploads,
+  pushOutUpload,
+  routedPhone,
+  sendMessage,
+  startConversation,
+  startPhoneRig,
+  storedUserMessages,
+  type PhonePage,
+  type PhoneRig,
+} from '../helpers/phone-rig';
 
 const SHOWN = '.machine-view:not([hidden])';
 let rig: PhoneRig;
@@ -78,10 +90,7 @@ test('a message whose upload went while it waited offline is sent before the one
 test('behind a running turn, the message typed after one with a file joins the queue at once, not when the turn ends', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
-  const conversationId = await startConversation(rig, page, 'A conversation that will be busy');
-  let open = (): void => undefined;
-  const held = new Promise((resolve) => (open = () => resolve(undefined)));
-  rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } });
+  const { conversationId, open } = await busyConversation(rig, page);
   const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
   const running = other.request({ type: 'chat', conversation_id: conversationId, message: 'a long turn', stream: true }, 30_000);
   await page.locator(`${SHOWN} .composer .stop`).waitFor();

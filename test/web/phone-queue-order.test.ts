@@ -87,6 +87,36 @@ test('a message whose upload went while it waited offline is sent before the one
   await phone.close();
 });
 
+test('a message typed while the one before it still uploads its file goes after it', async () => {
+  const { phone, frames } = await routedPhone(rig);
+  const { page } = phone;
+  await startConversation(rig, page, 'A conversation for the photo');
+  // The photo's chunks kept from the computer: it is still uploading when both are sent.
+  frames.hold = (frame) => frame.includes('"attachment_chunk"');
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'photo-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(`photo ${randomUUID()}\n`) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
+  await sendMessage(page, 'Here is the photo');
+  await sendMessage(page, 'Why is it red?');
+  await waitUntil(() => frames.held.length > 0, 'the photo’s chunk');
+  assert.deepEqual(await page.locator(`${SHOWN} .message.user.pending`).allInnerTexts(), ['Here is the photo', 'Why is it red?'], 'both drawn waiting, in order');
+  await saveScreens(page, 'order-uploading');
+  frames.hold = undefined;
+  frames.release();
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: Why is it red?' }).waitFor();
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: Here is the photo' }).waitFor();
+  assert.deepEqual(
+    (await storedUserMessages(rig, page)).map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
+    [
+      ['A conversation for the photo', []],
+      ['Here is the photo', ['photo-notes.txt']],
+      ['Why is it red?', []],
+    ],
+    'stored in the order sent',
+  );
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
 test('behind a running turn, the message typed after one with a file joins the queue at once, not when the turn ends', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;

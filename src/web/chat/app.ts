@@ -95,6 +95,9 @@ export class ChatApp {
   private readonly live: LiveTurn;
   /** The new chat on screen (its messages share this draft until the service names the conversation). */
   private draft = newClientId();
+  /** Messages sent (Send) and not in the outbox yet, their files (or an earlier one's) uploading; `sendOrder` ends with the last. */
+  private sendsWaiting = 0;
+  private sendOrder = Promise.resolve();
   /** Messages sent again with their files uploaded anew (`unsent`): not a second time. */
   private readonly resentOnce = new Set<string>();
   /** The view (`view`) and reason whose note already says that messages came back to the message box (`unsent`). */
@@ -432,19 +435,35 @@ export class ChatApp {
   private send(typed: string): void {
     // `/name argument`: a saved prompt's message is sent in its place.
     const text = this.prompts.expandTyped(typed) ?? typed;
-    if (this.tray.count === 0) return this.enqueue(text, []);
-    void this.tray.take().then(({ attachments, failed }) => {
-      if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
-      if (text || attachments.length > 0) this.enqueue(text, attachments);
-    });
+    const files = this.tray.count === 0 ? undefined : this.tray.take();
+    if (!files && this.sendsWaiting === 0) return this.enqueue(text, []);
+    // Its files (or an earlier message's) still uploading: drawn waiting now, it reaches the outbox after those sent before it.
+    this.sendsWaiting += 1;
+    const drawn = this.sender.drawWaiting(text, this.chips.items());
+    this.sendOrder = this.sendOrder
+      .then(async () => {
+        const { attachments, failed } = (await files) ?? { attachments: [], failed: [] };
+        this.sendsWaiting -= 1;
+        if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
+        if (text || attachments.length > 0) this.enqueue(text, attachments, drawn);
+        else drawn.remove();
+      })
+      // A fault is the page's error still, and the next message is not stuck behind it.
+      .catch(
+        (error: unknown) =>
+          void setTimeout(() => {
+            throw error;
+          }),
+      );
   }
 
   /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
-  private enqueue(text: string, attachments: NonNullable<OutboxItem['attachments']>): void {
+  private enqueue(text: string, attachments: NonNullable<OutboxItem['attachments']>, drawn?: HTMLElement): void {
     // What the chips show is what is sent; too much is refused here, before the text leaves the input.
     const context = this.chips.items();
     const size = contextChars(context);
     if (size > MAX_CONTEXT_CHARS) {
+      drawn?.remove();
       this.composer.putBack(text);
       this.messages.addNote(`The attached context holds ${size} characters; at most ${MAX_CONTEXT_CHARS} can be sent with one message. Remove a chip, or select less.`, 'error');
       return;
@@ -460,7 +479,7 @@ export class ChatApp {
     if (!this.current) this.header.setTitle(shortened(text, 80));
     // Stop at once; the conversation's row then says whether it runs (conversation.updated).
     if (this.connected) this.composer.setRunning(true);
-    this.sender.add(item);
+    this.sender.add(item, drawn);
   }
 
   /**

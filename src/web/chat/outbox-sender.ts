@@ -45,9 +45,9 @@ export class OutboxSender {
   constructor(private readonly deps: OutboxSenderDeps) {}
 
   /** A typed message: kept in the outbox, drawn waiting, sent now if connected (else when the connection returns). */
-  add(item: OutboxItem): void {
+  add(item: OutboxItem, drawn?: HTMLElement): void {
     this.deps.outbox.add(item);
-    this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
+    this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item, drawn));
     this.flush();
   }
 
@@ -164,12 +164,19 @@ export class OutboxSender {
     if (answer.status === 'ok' && !item.conversation_id && item.draft) this.deps.outbox.conversationMade(item.draft, answer.data.conversation_id);
   }
 
-  private addPendingBubble(item: OutboxItem): HTMLElement {
-    const bubble = this.deps.messages.addUser(item.text, true, item.context);
-    this.deps.thumbnails.show(bubble, item.attachments);
-    bubble.dataset.clientMessageId = item.client_message_id;
+  /** A message drawn waiting before it is in the outbox (its files still uploading, `add` then takes its bubble). */
+  drawWaiting(text: string, context: OutboxItem['context']): HTMLElement {
+    const bubble = this.deps.messages.addUser(text, true, context);
     bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));
     return bubble;
+  }
+
+  private addPendingBubble(item: OutboxItem, drawn = this.drawWaiting(item.text, item.context)): HTMLElement {
+    this.deps.thumbnails.show(drawn, item.attachments);
+    drawn.dataset.clientMessageId = item.client_message_id;
+    // The note last, under the files.
+    drawn.append(drawn.querySelector(':scope > .pending-note')!);
+    return drawn;
   }
 }
 

@@ -117,6 +117,39 @@ test('a message typed while the one before it still uploads its file goes after 
   await phone.close();
 });
 
+test('a message whose file still uploads goes to the conversation it was typed in, whatever is on screen when the upload ends', async () => {
+  const { phone, frames } = await routedPhone(rig);
+  const { page } = phone;
+  const conversationId = await startConversation(rig, page, 'A conversation for the receipt');
+  frames.hold = (frame) => frame.includes('"attachment_chunk"');
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'receipt.txt', mimeType: 'text/plain', buffer: Buffer.from(`receipt ${randomUUID()}\n`) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
+  await sendMessage(page, 'The receipt for March');
+  await waitUntil(() => frames.held.length > 0, 'the receipt’s chunk');
+  // Before the upload ends, the person opens a new chat.
+  await page.locator(`${SHOWN} .drawer-toggle`).click();
+  await page.locator(`${SHOWN} .new-chat`).click();
+  await page.locator(`${SHOWN} .messages`, { hasText: 'Start a conversation' }).waitFor();
+  frames.hold = undefined;
+  frames.release();
+  await rig.fake.waitFor((requests) => requests.some((r) => JSON.stringify(r.body).includes('The receipt for March')));
+  const client = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  const listed = (await client.request({ type: 'list_conversations' })).data as { conversations: { id: string }[] };
+  const stored = (await client.request({ type: 'get_messages', conversation_id: conversationId })).data as { messages: { role: string; content: string; attachments?: { name: string }[] }[] };
+  client.close();
+  assert.deepEqual(
+    stored.messages.filter((m) => m.role === 'user').map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
+    [
+      ['A conversation for the receipt', []],
+      ['The receipt for March', ['receipt.txt']],
+    ],
+    'stored where it was typed, with its file',
+  );
+  assert.ok(!listed.conversations.some((c) => c.id !== conversationId && JSON.stringify(c).includes('receipt for March')), 'no new conversation made of it');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
 test('behind a running turn, the message typed after one with a file joins the queue at once, not when the turn ends', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;

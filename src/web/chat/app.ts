@@ -431,21 +431,45 @@ export class ChatApp {
     }
   }
 
-  /** A message with attachments waits for their uploads (those that failed are named), then goes the same way. */
+  /**
+   * A typed message goes to the outbox: sent now if connected, else when the connection returns. What the chips
+   * show and the screen it was typed on go with it, taken at Send; one with attachments waits for their uploads
+   * (those that failed are named), drawn waiting meanwhile, and every message reaches the outbox in Send order.
+   */
   private send(typed: string): void {
     // `/name argument`: a saved prompt's message is sent in its place.
     const text = this.prompts.expandTyped(typed) ?? typed;
+    // Too much context is refused here, before the text leaves the input (and the files the tray).
+    const context = this.chips.items();
+    const size = contextChars(context);
+    if (size > MAX_CONTEXT_CHARS) {
+      this.composer.putBack(text);
+      this.messages.addNote(`The attached context holds ${size} characters; at most ${MAX_CONTEXT_CHARS} can be sent with one message. Remove a chip, or select less.`, 'error');
+      return;
+    }
+    this.chips.clearAdded();
+    const typedAt = this.current ? { conversation_id: this.current } : { draft: this.draft, worktree: this.worktreeBox.checked };
+    if (!this.current) this.header.setTitle(shortened(text, 80));
+    // Stop at once; the conversation's row then says whether it runs (conversation.updated).
+    if (this.connected) this.composer.setRunning(true);
+    const message = (attachments: NonNullable<OutboxItem['attachments']>): OutboxItem => ({
+      client_message_id: newClientId(),
+      text,
+      ...(context.length > 0 ? { context } : {}),
+      ...(attachments.length > 0 ? { attachments } : {}),
+      ...typedAt,
+    });
     const files = this.tray.count === 0 ? undefined : this.tray.take();
-    if (!files && this.sendsWaiting === 0) return this.enqueue(text, []);
-    // Its files (or an earlier message's) still uploading: drawn waiting now, it reaches the outbox after those sent before it.
+    if (!files && this.sendsWaiting === 0) return this.sender.add(message([]));
+    // Its files (or an earlier message's) still uploading.
     this.sendsWaiting += 1;
-    const drawn = this.sender.drawWaiting(text, this.chips.items());
+    const drawn = this.sender.drawWaiting(text, context);
     this.sendOrder = this.sendOrder
       .then(async () => {
         const { attachments, failed } = (await files) ?? { attachments: [], failed: [] };
         this.sendsWaiting -= 1;
         if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
-        if (text || attachments.length > 0) this.enqueue(text, attachments, drawn);
+        if (text || attachments.length > 0) this.sender.add(message(attachments), drawn);
         else drawn.remove();
       })
       // A fault is the page's error still, and the next message is not stuck behind it.
@@ -455,31 +479,6 @@ export class ChatApp {
             throw error;
           }),
       );
-  }
-
-  /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
-  private enqueue(text: string, attachments: NonNullable<OutboxItem['attachments']>, drawn?: HTMLElement): void {
-    // What the chips show is what is sent; too much is refused here, before the text leaves the input.
-    const context = this.chips.items();
-    const size = contextChars(context);
-    if (size > MAX_CONTEXT_CHARS) {
-      drawn?.remove();
-      this.composer.putBack(text);
-      this.messages.addNote(`The attached context holds ${size} characters; at most ${MAX_CONTEXT_CHARS} can be sent with one message. Remove a chip, or select less.`, 'error');
-      return;
-    }
-    this.chips.clearAdded();
-    const item: OutboxItem = {
-      client_message_id: newClientId(),
-      text,
-      ...(context.length > 0 ? { context } : {}),
-      ...(attachments.length > 0 ? { attachments } : {}),
-      ...(this.current ? { conversation_id: this.current } : { draft: this.draft, worktree: this.worktreeBox.checked }),
-    };
-    if (!this.current) this.header.setTitle(shortened(text, 80));
-    // Stop at once; the conversation's row then says whether it runs (conversation.updated).
-    if (this.connected) this.composer.setRunning(true);
-    this.sender.add(item, drawn);
   }
 
   /**

@@ -23,7 +23,9 @@ export interface Collected {
  * refers to at a collection's read may be wanted again a moment later. Three in-memory facts close that:
  *
  * - held: hashes put through `holding`, until its step (the put and the row's write) settles;
- * - seen: hashes held when a collection starts or put since (while any runs);
+ * - seen: each running collection's own, the hashes held when it started or put since (not another's: a
+ *   set shared while any ran was cleared only once none did, so collections overlapping without end, an
+ *   upload's each, left every blob put meanwhile for good; s36, review36);
  * - in removal: a put of bytes being removed waits for the removal, then writes them anew.
  *
  * The rows may be read in slices with the loop free between them (blob-refs.ts), so a row written during
@@ -34,14 +36,14 @@ export interface Collected {
  */
 export class BlobGuard {
   private readonly held = new Map<string, number>();
-  private readonly seen = new Set<string>();
+  /** The running collections' `seen` sets (see the class). */
+  private readonly collections = new Set<Set<string>>();
   private readonly inRemoval = new Map<string, Promise<unknown>>();
-  private collecting = 0;
   private paused = 0;
 
   /** Called by a put first thing, synchronously: what a collection running now must leave. */
   touched(hash: string): void {
-    if (this.collecting > 0) this.seen.add(hash);
+    for (const seen of this.collections) seen.add(hash);
   }
 
   /** Resolves once a removal of `hash` in flight (if any) is over: the put then writes the bytes anew. */
@@ -89,17 +91,17 @@ export class BlobGuard {
    */
   async collect(listed: readonly string[], refs: BlobReferences, removeOne: (hash: string) => Promise<number | undefined>): Promise<Collected> {
     const collected = { removed: 0, bytes: 0 };
-    this.collecting += 1;
     // The read may be sliced: a put held now may write its row after the slice that would have read it (at a
     // rowid the read has passed), so it is left alone as a put seen meanwhile is; so is every put from now on.
-    for (const hash of this.held.keys()) this.seen.add(hash);
+    const seen = new Set(this.held.keys());
+    this.collections.add(seen);
     try {
       const garbage = (await refs.unreferenced(listed)).filter((hash) => !this.held.has(hash));
       if (garbage.length === 0) return collected;
       await refs.durable();
       for (const hash of garbage) {
         if (this.paused > 0) return { ...collected, deferred: true };
-        if (this.held.has(hash) || this.seen.has(hash)) continue;
+        if (this.held.has(hash) || seen.has(hash)) continue;
         const removal = removeOne(hash);
         this.inRemoval.set(hash, removal);
         let size: number | undefined;
@@ -114,8 +116,7 @@ export class BlobGuard {
       }
       return collected;
     } finally {
-      this.collecting -= 1;
-      if (this.collecting === 0) this.seen.clear();
+      this.collections.delete(seen);
     }
   }
 }

@@ -81,3 +81,58 @@ test('a file a message waiting in line names is not pushed out by newer uploads;
   assert.equal((await upload(owner, 'after.txt')).status, 'ok');
   for (const client of [first, waiting, more, last]) client.close();
 });
+
+/**
+ * A conversation whose turn the fake holds open, and two chats naming the bound's worth of the owner's files
+ * waiting behind it: a new upload of the owner's is refused meanwhile.
+ */
+async function boundHeldInLine(tag: string) {
+  const owner = await svc.client();
+  svc.fake.script({ text: 'Made.' });
+  const made = await owner.request({ type: 'chat', message: `a conversation ${tag}` });
+  const conversationId = (made.data as { conversation_id: string }).conversation_id;
+  let open = (): void => undefined;
+  const held = new Promise((resolve) => (open = () => resolve(undefined)));
+  svc.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } });
+  const clients = [owner, await svc.client(), await svc.client(), await svc.client()];
+  const running = clients[1].request({ type: 'chat', conversation_id: conversationId, message: 'a long turn', stream: true }, 30_000);
+  const files: string[] = [];
+  for (let i = 0; i < MAX_UNSENT_ATTACHMENTS; i++) files.push(await uploaded(owner, `${tag}-${i}.txt`));
+  const queued = [0, 1].map((i) =>
+    clients[2 + i].request(
+      {
+        type: 'chat',
+        conversation_id: conversationId,
+        message: `${tag} part ${i}`,
+        attachments: files.slice(i * MAX_ATTACHMENTS_PER_MESSAGE, (i + 1) * MAX_ATTACHMENTS_PER_MESSAGE),
+        client_message_id: `${tag}-${i}`,
+      },
+      30_000,
+    ),
+  );
+  await waitQueued(owner, conversationId, 2);
+  assert.equal((await upload(owner, `${tag}-refused.txt`)).code, 'rate_limited', 'the waiting chats hold the whole bound');
+  return { owner, conversationId, open, running, queued, clients };
+}
+
+test('a waiting chat taken out of the line, or whose conversation is deleted, lets go of its files: the person may upload again', async () => {
+  // The chat handler's hold ends when its chat is answered, however (its `finally`): one never answered would
+  // leave the person unable to upload anything until a restart.
+  const removed = await boundHeldInLine('removed');
+  for (const i of [0, 1]) {
+    const answer = await removed.owner.request({ type: 'remove_queued', conversation_id: removed.conversationId, client_message_id: `removed-${i}` });
+    assert.deepEqual(answer.data, { removed: true });
+  }
+  for (const answer of await Promise.all(removed.queued)) assert.equal((answer.data as { cancelled?: boolean }).cancelled, true, JSON.stringify(answer));
+  assert.equal((await upload(removed.owner, 'after-removal.txt')).status, 'ok', 'the removed chats hold nothing');
+  removed.open();
+  assert.equal((await removed.running).status, 'ok');
+
+  const deleted = await boundHeldInLine('deleted');
+  const gone = await deleted.owner.request({ type: 'delete_conversation', conversation_id: deleted.conversationId });
+  assert.equal(gone.status, 'ok', JSON.stringify(gone));
+  await Promise.all([deleted.running, ...deleted.queued]);
+  assert.equal((await upload(deleted.owner, 'after-deletion.txt')).status, 'ok', 'the chats of a deleted conversation hold nothing');
+  deleted.open();
+  for (const client of [...removed.clients, ...deleted.clients]) client.close();
+});

@@ -88,6 +88,30 @@ test('attack: a password user piling up uploads it never sends keeps only its ne
   owner.close();
 });
 
+test('attack: uploads from many sockets at once (their collections overlapping) keep no more than the bound on disk', async () => {
+  // Each finished upload drops the person's oldest unsent one and collects its bytes; with 32 sockets the
+  // collections overlapped without a gap, and a blob put while any ran was left by all: 444 of 960 uploads'
+  // blobs stayed where the bound is 20 (s36, review36; blob-collect-slices.test has the race alone).
+  const sockets = await Promise.all(Array.from({ length: 24 }, () => sessionClient(svc, 'ada', PASSWORD)));
+  const sent: Buffer[] = [];
+  try {
+    await Promise.all(
+      sockets.map(async (socket, s) => {
+        for (let i = 0; i < 20; i++) {
+          const bytes = unique(`socket ${s} upload ${i}`);
+          sent.push(bytes);
+          await upload(socket, bytes, `s${s}-${i}.txt`);
+        }
+      }),
+    );
+  } finally {
+    for (const socket of sockets) socket.close();
+  }
+  let present = 0;
+  for (const bytes of sent) if (await blobPresent(bytes)) present += 1;
+  assert.equal(present, MAX_UNSENT_ATTACHMENTS, `of ${sent.length} uploads, the newest ${MAX_UNSENT_ATTACHMENTS} keep their bytes, no more`);
+});
+
 test('the bound by bytes: the newest files that fit are kept, the newest always, whatever its size', () => {
   const rows = (...sizes: number[]) => sizes.map((size, i) => ({ id: `a${i}`, size }));
   assert.deepEqual(unsentBeyondBound(rows(10, 10, 10), 5, 25), rows(10, 10, 10).slice(2));

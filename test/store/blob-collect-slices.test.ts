@@ -154,3 +154,39 @@ test('a few candidates (an unsent upload’s expiry) are looked up a window of r
   await store.db.write((tx) => tx.run('DELETE FROM file_changes'));
   assert.deepEqual(await unreferencedHashes(store.db, candidates), [images[5]!, nothing]);
 });
+
+test('attack: collections overlapping without end (an upload’s each) still free what their own read found unreferenced', async (t) => {
+  // One person's uploads from many sockets at once: each finished upload drops the person's oldest unsent one
+  // and collects its bytes, so collections overlap. A blob put while another collection ran was left by every
+  // collection until none ran: 32 sockets kept 444 of 960 uploads' blobs where the bound is 20.
+  const store = await opened(t);
+  await attached(store, 'kept', 20);
+  let paused!: () => void;
+  const pausing = new Promise<void>((resolve) => (paused = resolve));
+  let go!: () => void;
+  const gate = new Promise<void>((resolve) => (go = resolve));
+  // The first collection, held between two slices of its read while the rest runs.
+  const first = store.blobs.collect(
+    blobReferences(store.db, {
+      sliceRows: SLICE,
+      between: async () => {
+        paused();
+        await gate;
+      },
+    }),
+  );
+  await pausing;
+  // An upload put and its row written while the first runs, then dropped (no row names it any more).
+  const { hash } = await store.blobs.holding(async (put) => {
+    const stored = await put('an upload dropped later');
+    await store.db.write((tx) => insertAttachment(tx, { ...row(stored.hash, 'kept'), conversation_id: null }));
+    return stored;
+  });
+  await store.db.write((tx) => tx.run('DELETE FROM attachments WHERE hash = ?', [hash]));
+  // A second collection, started after that put and its row: its own read finds nothing naming the blob.
+  const second = await store.blobs.collect(blobReferences(store.db), [hash]);
+  go();
+  await first;
+  assert.equal(second.removed, 1, 'the dropped upload’s bytes were left by a collection that read no row naming them');
+  assert.equal(await store.blobs.has(hash), false, 'nothing else ever frees them (the full collection runs at start and after deletions)');
+});

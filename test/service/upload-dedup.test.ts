@@ -8,30 +8,15 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { BLOBS_DIR_NAME } from '../../src/store/blob-store';
 import { downloadAttachment, sha256, uploadAttachment } from '../helpers/attachments';
 import { datasyncGate } from '../helpers/datasync-gate';
-import { passwordUsers, sessionClient } from '../helpers/service';
-import { useService } from '../helpers/service-fixture';
 import type { TestClient } from '../helpers/ws-client';
+import { useTwoPeople } from '../helpers/two-people';
 
 type Frame = Record<string, unknown>;
-const PASSWORD = 'correct horse battery staple';
-let ada: TestClient | undefined;
-let bob: TestClient | undefined;
-
-const svc = useService({
-  config: async () => ({ model: 'fake-model', users: await passwordUsers(PASSWORD, 'ada', 'bob') }),
-  afterStart: async (started) => {
-    ada = await sessionClient(started, 'ada', PASSWORD);
-    bob = await sessionClient(started, 'bob', PASSWORD);
-  },
-});
-after(() => {
-  ada?.close();
-  bob?.close();
-});
+const { svc, ada, bob } = useTwoPeople();
 
 const requestOf = (client: TestClient) => (frame: Frame) => client.request(frame);
 const blobFile = (bytes: Buffer) => {
@@ -51,13 +36,13 @@ test('attack: uploading bytes another person stored does the durable work of new
   const syncs = await datasyncGate(t);
   const size = 64 * 1024;
   const adas = randomBytes(size);
-  const stored = await upload(ada!, adas);
+  const stored = await upload(ada(), adas);
   const before = await stat(blobFile(adas));
 
   // In both orders, so that no first-time cost (a folder made, a cache warmed) falls on one side only.
   const counted = async (bytes: Buffer) => {
     const at = syncs.count();
-    const done = await upload(bob!, bytes);
+    const done = await upload(bob(), bytes);
     return { ...done, syncs: syncs.count() - at };
   };
   const fresh1 = await counted(randomBytes(size));
@@ -74,6 +59,6 @@ test('attack: uploading bytes another person stored does the durable work of new
   for (const answer of [known1.answer, known2.answer, fresh2.answer]) assert.deepEqual(answer, fresh1.answer, 'the answers differ in their id only');
 
   // Both people's attachments read back whole: the rename over the stored blob lost nothing.
-  assert.deepEqual(await downloadAttachment(requestOf(ada!), stored.id), adas);
-  assert.deepEqual(await downloadAttachment(requestOf(bob!), known1.id), adas);
+  assert.deepEqual(await downloadAttachment(requestOf(ada()), stored.id), adas);
+  assert.deepEqual(await downloadAttachment(requestOf(bob()), known1.id), adas);
 });

@@ -8,7 +8,7 @@
 // are freed in both cases (an end that drops a blob another still refers to frees nothing, which is
 // another question: see docs/design.md, "(s36, dedup36)"). Prints medians, quartiles and the
 // known/fresh ratio of each size, for each build: A (`A=<other dist/cli.js>`, e.g. main's) and B (this
-// tree's dist/cli.js unless given) take turns trial by trial, so the machine's load falls on both alike.
+// tree's dist/cli.js unless given), and C if given (a variant) take turns trial by trial, so the machine's load falls on all alike.
 //   [A=/tmp/base/dist/cli.js] [TRIALS=40,30,12] [SIZES=4096,1048576,20971520] npx tsx bench/dedup-timing.ts
 // (`npm run build` first.)
 import { randomBytes } from 'node:crypto';
@@ -103,7 +103,7 @@ async function dropRound(build: Build, size: number): Promise<{ shared: number[]
 }
 
 async function main(): Promise<void> {
-  const given = { A: process.env.A, B: process.env.B ?? join(__dirname, '..', 'dist', 'cli.js') };
+  const given = { A: process.env.A, B: process.env.B ?? join(__dirname, '..', 'dist', 'cli.js'), C: process.env.C };
   const sizes = (process.env.SIZES ?? `${4 * 1024},${1024 * 1024},${20 * 1024 * 1024}`).split(',').map(Number);
   const trials = (process.env.TRIALS ?? '40,30,12').split(',').map(Number);
   console.log(

@@ -13,6 +13,9 @@ import type { Database } from './database';
 const ORPHANED =
   'SELECT DISTINCT conversation_id FROM attachments WHERE conversation_id IS NOT NULL AND uses_unknown = 0 AND conversation_id NOT IN (SELECT id FROM conversations) UNION SELECT conversation_id FROM attachment_uses WHERE conversation_id NOT IN (SELECT id FROM conversations)';
 
+/** Of the held ids (one JSON parameter), those left bound to a deleted conversation. */
+const HELD_LEFT = 'SELECT id FROM attachments WHERE id IN (SELECT value FROM json_each(?)) AND conversation_id NOT IN (SELECT id FROM conversations)';
+
 /**
  * Frees what deleted conversations left in the blob store (history/maintenance.ts runs it after
  * deletions and at its first pass, off any turn's path): their orphaned attachment rows first (one
@@ -26,6 +29,8 @@ export async function collectBlobs(db: Database, blobs: Pick<Blobs, 'collect'>, 
     await db.write((tx) => {
       const held = holds?.ids() ?? [];
       for (const { conversation_id } of tx.all<{ conversation_id: string }>(ORPHANED)) dropConversationAttachments(tx, conversation_id, held);
+      // What stays for them alone: their release owes the pass that drops it (AttachmentHolds `letGo`).
+      if (held.length > 0) holds?.passedOver(tx.all<{ id: string }>(HELD_LEFT, [JSON.stringify(held)]).map((row) => row.id));
     });
   }
   const started = performance.now();

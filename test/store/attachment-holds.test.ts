@@ -10,6 +10,10 @@ import { nullLogger } from '../../src/log/logger';
 import { bindAttachments } from '../../src/store/attachments';
 import { collectBlobs } from '../../src/store/blob-collection';
 import { openStore, type Store } from '../../src/store/index';
+import { COLLECT_FAULT_ENV } from '../../src/store/blob-store';
+import { Database } from '../../src/store/database';
+import { sha256 } from '../helpers/attachments';
+import { heldRows, spawnStoreChild } from '../helpers/store-utils';
 import { tempDir } from '../helpers/temp';
 
 async function attach(store: Store, id: string, conversationId: string, bytes: string): Promise<string> {
@@ -69,4 +73,45 @@ test('a held attachment whose waiting chat is removed goes at the next orphan pa
   await collectBlobs(store.db, store.blobs, nullLogger, store.attachments.holds);
   assert.equal(store.attachments.get('held'), undefined);
   assert.equal(await store.blobs.has(held), false);
+});
+
+// attack36: the held ids are a journaled statement's parameter. A process killed -9 after the deletion and its
+// collection's orphan pass (before the first file's removal) is replayed from the journal alone, in a process
+// holding nothing: the rows must come back as the killed one left them (the held row kept), and the first pass
+// after the restart (nothing waits any more) drops the row and frees its bytes.
+test('kill -9 after a deletion left a held file: the replay gives the same rows, and the first pass after the restart frees it', async (t) => {
+  const { dir, cleanup } = await tempDir('ra-holds-crash-');
+  t.after(cleanup);
+  const child = spawnStoreChild('held-collect', dir, { [COLLECT_FAULT_ENV]: 'before-remove' });
+  t.after(() => child.proc.kill('SIGKILL'));
+  const { signal } = await child.exited;
+  assert.equal(signal, 'SIGKILL', `the child ended otherwise: ${child.stderr()} ${child.lines.join('|')}`);
+  const printed = child.lines.find((line) => line.startsWith('rows '));
+  assert.ok(printed !== undefined && !child.lines.includes('collected'), child.lines.join('|'));
+  const left = JSON.parse(printed.slice('rows '.length)) as ReturnType<typeof heldRows>;
+  assert.deepEqual(
+    left,
+    {
+      attachments: [
+        { id: 'held', conversation_id: 'first' },
+        { id: 'shared', conversation_id: 'second' },
+      ],
+      uses: [{ attachment_id: 'shared', conversation_id: 'second' }],
+    },
+    'the deletion left the held row, dropped the other, left the shared one to the second conversation',
+  );
+
+  const db = await Database.open(dir, { holdCompaction: true });
+  try {
+    assert.deepEqual(heldRows(db), left, 'replayed alike, nothing held in this process');
+  } finally {
+    await db.close();
+  }
+
+  const store = await openStore(dir, { maintenanceIntervalMs: 3_600_000 });
+  t.after(() => store.close());
+  await store.maintenance.run();
+  assert.deepEqual(heldRows(store.db), { ...left, attachments: left.attachments.filter((row) => row.id !== 'held') }, 'the row nothing holds any more is dropped');
+  const present = (id: string) => store.blobs.has(sha256(Buffer.from(`${id} bytes`)));
+  assert.deepEqual(await Promise.all(['held', 'other', 'shared'].map(present)), [false, false, true], 'its bytes (and the other’s) freed, the shared one’s kept');
 });

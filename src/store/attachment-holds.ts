@@ -49,9 +49,7 @@ export class AttachmentHolds {
   passedOver(attachmentIds: readonly string[]): void {
     for (const id of attachmentIds) if (this.counts.has(id)) this.passed.add(id);
   }
-
-  /** The held ids, for a deletion's statements (journaled as its parameters, so replayed alike). */
-  ids(): string[] {
-    return [...this.counts.keys()];
-  }
 }
+
+/** Nothing held (a deletion with no waiting chats to mind). */
+export const NONE_HELD: Pick<AttachmentHolds, 'has'> = { has: () => false };

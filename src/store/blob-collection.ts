@@ -1,5 +1,5 @@
 import type { Logger } from '../log/logger';
-import type { AttachmentHolds } from './attachment-holds';
+import { NONE_HELD, type AttachmentHolds } from './attachment-holds';
 import { dropConversationAttachments } from './attachments';
 import type { Collected } from './blob-guard';
 import { blobReferences } from './blob-refs';
@@ -13,9 +13,6 @@ import type { Database } from './database';
 const ORPHANED =
   'SELECT DISTINCT conversation_id FROM attachments WHERE conversation_id IS NOT NULL AND uses_unknown = 0 AND conversation_id NOT IN (SELECT id FROM conversations) UNION SELECT conversation_id FROM attachment_uses WHERE conversation_id NOT IN (SELECT id FROM conversations)';
 
-/** Of the held ids (one JSON parameter), those left bound to a deleted conversation. */
-const HELD_LEFT = 'SELECT id FROM attachments WHERE id IN (SELECT value FROM json_each(?)) AND conversation_id NOT IN (SELECT id FROM conversations)';
-
 /**
  * Frees what deleted conversations left in the blob store (history/maintenance.ts runs it after
  * deletions and at its first pass, off any turn's path): their orphaned attachment rows first (one
@@ -27,10 +24,8 @@ export async function collectBlobs(db: Database, blobs: Pick<Blobs, 'collect'>, 
   if (db.get("SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'attachment_uses'") === undefined) return { removed: 0, bytes: 0 };
   if (db.get(`${ORPHANED} LIMIT 1`) !== undefined) {
     await db.write((tx) => {
-      const held = holds?.ids() ?? [];
-      for (const { conversation_id } of tx.all<{ conversation_id: string }>(ORPHANED)) dropConversationAttachments(tx, conversation_id, held);
       // What stays for them alone: their release owes the pass that drops it (AttachmentHolds `letGo`).
-      if (held.length > 0) holds?.passedOver(tx.all<{ id: string }>(HELD_LEFT, [JSON.stringify(held)]).map((row) => row.id));
+      for (const { conversation_id } of tx.all<{ conversation_id: string }>(ORPHANED)) holds?.passedOver(dropConversationAttachments(tx, conversation_id, holds ?? NONE_HELD));
     });
   }
   const started = performance.now();

@@ -115,3 +115,34 @@ test('kill -9 after a deletion left a held file: the replay gives the same rows,
   const present = (id: string) => store.blobs.has(sha256(Buffer.from(`${id} bytes`)));
   assert.deepEqual(await Promise.all(['held', 'other', 'shared'].map(present)), [false, false, true], 'its bytes (and the other’s) freed, the shared one’s kept');
 });
+
+// attack36: what a deletion journals. The held ids went whole into every deletion's statement (one JSON
+// parameter), and into each of the orphan pass's, one per conversation it cleans: with 40,000 held (4,000
+// chats waiting, ten files each) a deletion journaled 1.5 MB, and an orphan pass over 1,000 conversations
+// whose held rows stayed built a 1.5 GB record and failed ("Invalid string length") at every pass, so no
+// blob was freed while the chats waited. Now only the held ids of the deleted conversation's own rows go in.
+test('a deletion journals the held ids of its own rows, not every held id', async (t) => {
+  const { dir, cleanup } = await tempDir('ra-holds-');
+  t.after(cleanup);
+  // One segment for everything: nothing is folded away meanwhile, so the journal's growth is what was written.
+  const store = await openStore(dir, { maintenanceIntervalMs: 3_600_000, segmentBytes: 1024 * 1024 * 1024 });
+  t.after(() => store.close());
+  const conversations = Array.from({ length: 10 }, (_, i) => `c${i}`);
+  for (const id of conversations) {
+    await store.conversations.create({ id, title: id, source: 'ws', created_at: new Date().toISOString() });
+    await attach(store, `${id}-held`, id, `bytes held ${id}`);
+    await attach(store, `${id}-other`, id, `bytes not held ${id}`);
+  }
+  const release = store.attachments.holds.hold([...Array.from({ length: 40_000 }, () => randomUUID()), ...conversations.map((id) => `${id}-held`)]);
+  t.after(release);
+  const before = store.db.stats().journalBytes;
+  for (const id of conversations) assert.equal(await store.conversations.delete(id), true);
+  await collectBlobs(store.db, store.blobs, nullLogger, store.attachments.holds);
+  const journaled = store.db.stats().journalBytes - before;
+  for (const id of conversations) {
+    assert.equal(store.attachments.get(`${id}-held`)?.conversation_id, id, 'the held row stays');
+    assert.equal(store.attachments.get(`${id}-other`), undefined, 'the other goes');
+  }
+  // 20 statements naming all 40,010 held ids were 31 MB; the deletions themselves are a few KB.
+  assert.ok(journaled < 256 * 1024, `ten deletions and an orphan pass journaled ${journaled} bytes`);
+});

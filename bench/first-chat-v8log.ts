@@ -22,6 +22,8 @@ const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const CLI = process.env.BENCH_CLI ?? join(__dirname, '..', 'dist', 'cli.js');
 const LOG = process.env.LOG === 'ic' ? 'ic' : 'functions';
 const GAP_MS = Number(process.env.GAP_MS ?? 300);
+/** LOG=functions: the event whose functions are listed (KIND=first-execution: those run for the first time in the chat). */
+const KIND = process.env.KIND ?? 'interpreter';
 const CHATS = 3;
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
@@ -150,7 +152,7 @@ async function main(): Promise<void> {
         for (const e of events.filter((x) => x.us >= from && x.us <= to)) {
           add(counts[chat], e.kind);
           if (LOG === 'functions' && (e.kind === 'interpreter' || e.kind === 'baseline')) add(counts[chat], `${e.kind} ms`, e.ms);
-          if (LOG === 'functions' ? e.kind === 'interpreter' : !e.kind.startsWith('X')) add(byWhere[chat], e.where);
+          if (LOG === 'functions' ? e.kind === KIND : !e.kind.startsWith('X')) add(byWhere[chat], e.where);
           if (LOG === 'ic') add(counts[chat], 'all');
         }
       });
@@ -163,7 +165,7 @@ async function main(): Promise<void> {
   console.log(`${LOG}, ${runs} start(s), ${GAP_MS} ms before each chat; per chat, summed over the starts:`);
   counts.forEach((map, chat) => console.log(`  chat ${chat + 1}: ${[...map].map(([k, v]) => `${k} ${Number.isInteger(v) ? v : v.toFixed(2)}`).join(', ')}`));
   const top = Number(process.env.TOP ?? 25);
-  const what = LOG === 'functions' ? 'compiled from source (interpreter)' : 'inline cache events with feedback, beyond the later chats';
+  const what = LOG === 'functions' ? (KIND === 'interpreter' ? 'compiled from source (interpreter)' : `${KIND} events`) : 'inline cache events with feedback, beyond the later chats';
   console.log(`the first chat's ${what}:`);
   const rows = [...byWhere[0]].map(([where, n]) => [where, n - Math.max(0, ...byWhere.slice(1).map((m) => m.get(where) ?? 0))] as const);
   for (const [where, n] of rows

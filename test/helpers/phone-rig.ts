@@ -6,11 +6,14 @@
  * Runs after `node esbuild.mjs` (npm test), which writes media/chat-phone.js.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-core';
+import { MAX_UNSENT_ATTACHMENTS } from '../../src/protocol';
+import { uploadAttachment } from './attachments';
 import { launchChromium, serveStatic, type StaticServer } from './browser';
-import { startFakeOpenAI, type FakeOpenAI } from './fake-openai';
+import { startFakeOpenAI, type FakeOpenAI, type FakeStep } from './fake-openai';
 import { startService, type RunningService } from './service';
 import { tempDir } from './temp';
 import { TestClient } from './ws-client';
@@ -162,4 +165,97 @@ export async function queueForReload(page: Page, items: Record<string, unknown>[
     const key = Object.keys(localStorage).find((k) => k.startsWith('remote-assistant.machine/') && kept.test(k))!;
     localStorage.setItem(key.replace(kept, '/remote-assistant.outbox'), value);
   }, JSON.stringify(items));
+}
+
+/** A user message as the computer stored it, with what it carries. */
+export interface StoredUserMessage {
+  content: string;
+  client_message_id?: string;
+  attachments?: { attachment_id: string; name: string }[];
+  context?: { path: string }[];
+}
+
+/** The user messages stored in the conversation the page shows, in order (asked of the computer, as the owner). */
+export async function storedUserMessages(rig: PhoneRig, page: Page): Promise<StoredUserMessage[]> {
+  const conversationId = await machineItem(page, 'remote-assistant.conversation');
+  assert.ok(conversationId, 'the page shows a conversation');
+  const client = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  const answer = await client.request({ type: 'get_messages', conversation_id: conversationId });
+  client.close();
+  return (answer.data as { messages: (StoredUserMessage & { role: string })[] }).messages.filter((m) => m.role === 'user');
+}
+
+/** The same person finishes 20 uploads elsewhere (MAX_UNSENT_ATTACHMENTS): the computer lets the unsent upload `attachmentId` go. */
+export async function pushOutUpload(rig: PhoneRig, attachmentId: string): Promise<void> {
+  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  for (let i = 0; i < MAX_UNSENT_ATTACHMENTS; i++) {
+    const done = await uploadAttachment((frame) => other.request(frame), Buffer.from(`other ${i} ${randomUUID()}`), `other-${i}.txt`, 'text/plain');
+    assert.equal(done.status, 'ok');
+  }
+  assert.equal((await other.request({ type: 'get_attachment', attachment_id: attachmentId })).code, 'not_found', 'the computer let the upload go');
+  other.close();
+}
+
+/** The ids of the uploads the page finished, in order (the attachment_end frames it sent name them). */
+export function pageUploads(phone: PhonePage): string[] {
+  return phone.sent.filter((f) => f.type === 'attachment_end').map((f) => (f as { attachment_id: string }).attachment_id);
+}
+
+/** Attaches a text file holding `words` through the page's file input; the id of its upload once its chip is ready. */
+export async function attachTextFile(phone: PhonePage, name: string, words: string): Promise<string> {
+  const shown = '.machine-view:not([hidden])';
+  const before = pageUploads(phone).length;
+  await phone.page.locator(`${shown} .attach-input`).setInputFiles({ name, mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) });
+  await phone.page.locator(`${shown} .attachment-chip[data-state="ready"]`).waitFor();
+  return pageUploads(phone)[before];
+}
+
+/** What a routed phone's socket passes on (routedPhone). */
+export interface RoutedFrames {
+  /** Page-to-computer frames it answers true for are kept back (in `held`) until `release`. */
+  hold?: (frame: string) => boolean;
+  held: string[];
+  /** Sees each computer-to-page frame first; true: it took care of it (not passed on). */
+  onAnswer?: (frame: string, route: WebSocketRoute, server: WebSocketRoute) => boolean;
+  release(): void;
+}
+
+/** A phone whose socket runs through a route the test drives (`frames`): frames kept back, answers seen first, the connection cut. */
+export async function routedPhone(rig: PhoneRig): Promise<{
+  phone: PhonePage;
+  frames: RoutedFrames;
+}> {
+  let server: WebSocketRoute | undefined;
+  const frames: RoutedFrames = {
+    held: [],
+    release() {
+      for (const frame of frames.held.splice(0)) server?.send(frame);
+    },
+  };
+  const phone = await rig.openPhone(async (page) => {
+    await page.routeWebSocket(/./, (socket) => {
+      const to = socket.connectToServer();
+      server = to;
+      socket.onMessage((frame) => {
+        if (frames.hold?.(String(frame))) frames.held.push(String(frame));
+        else to.send(frame);
+      });
+      to.onMessage((frame) => {
+        if (!frames.onAnswer?.(String(frame), socket, to)) socket.send(frame);
+      });
+    });
+  });
+  return { phone, frames };
+}
+
+/**
+ * A conversation started on the page whose next turn the fake holds open after its first chunk until `open()`
+ * (the answers after it: `then`): messages sent meanwhile wait in its queue.
+ */
+export async function busyConversation(rig: PhoneRig, page: Page, ...then: FakeStep[]): Promise<{ conversationId: string; open: () => void }> {
+  const conversationId = await startConversation(rig, page, 'A conversation that will be busy');
+  let open = (): void => undefined;
+  const held = new Promise((resolve) => (open = () => resolve(undefined)));
+  rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } }, ...then);
+  return { conversationId, open };
 }

@@ -11,12 +11,24 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import type { Page } from 'playwright-core';
 import { ATTACHMENTS_FOLDER } from '../../src/agent/attachments/model-input';
 import { MAX_UNSENT_ATTACHMENTS } from '../../src/protocol';
 import { uploadAttachment } from '../helpers/attachments';
 import { saveScreens } from '../helpers/phone-screens';
-import { machineItem, queueForReload, reloadPhone, sendMessage, startConversation, startPhoneRig, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
+import {
+  attachTextFile,
+  busyConversation,
+  queueForReload,
+  routedPhone,
+  reloadPhone,
+  sendMessage,
+  startConversation,
+  startPhoneRig,
+  pushOutUpload,
+  storedUserMessages,
+  type PhonePage,
+  type PhoneRig,
+} from '../helpers/phone-rig';
 import { TestClient } from '../helpers/ws-client';
 
 const SHOWN = '.machine-view:not([hidden])';
@@ -32,22 +44,10 @@ after(async () => {
 
 const reload = reloadPhone;
 
-/** The user messages stored in the conversation the page shows, with what they carry. */
-async function storedUserMessages(page: Page): Promise<{ content: string; attachments?: { attachment_id: string; name: string }[]; context?: { path: string }[] }[]> {
-  const conversationId = await machineItem(page, 'remote-assistant.conversation');
-  assert.ok(conversationId, 'the page shows a conversation');
-  const client = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
-  const answer = await client.request({ type: 'get_messages', conversation_id: conversationId });
-  client.close();
-  const messages = (answer.data as { messages: { role: string; content: string; attachments?: { attachment_id: string; name: string }[]; context?: { path: string }[] }[] }).messages;
-  return messages.filter((m) => m.role === 'user');
-}
-
 /** Attaches a text file (uploaded while connected), then, offline, sends `text` with it: it waits in the outbox. */
 async function sendWithFileOffline(phone: PhonePage, name: string, words: string, text: string): Promise<void> {
   const { page } = phone;
-  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name, mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) });
-  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
+  await attachTextFile(phone, name, words);
   await phone.context.setOffline(true);
   await page.locator(`${SHOWN} .connection[data-state="closed"]`).waitFor();
   await sendMessage(page, text);
@@ -97,7 +97,7 @@ test('a file in the tray is there after a reload, and goes with the message', as
   await saveScreens(page, 'keeps-tray-reloaded');
   await page.locator(`${SHOWN} .composer-input`).press('Enter');
   await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: About the notes' }).waitFor();
-  const [stored] = await storedUserMessages(page);
+  const [stored] = await storedUserMessages(rig, page);
   assert.deepEqual(
     stored.attachments?.map((a) => a.name),
     ['tray-notes.txt', 'whiteboard.jpg'],
@@ -132,7 +132,7 @@ test('context chips put back are there after a reload, and go with the message',
   await saveScreens(page, 'keeps-chips-reloaded');
   await page.locator(`${SHOWN} .composer-input`).press('Enter');
   await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo:' }).waitFor();
-  const [stored] = await storedUserMessages(page);
+  const [stored] = await storedUserMessages(rig, page);
   assert.deepEqual(
     stored.context?.map((c) => c.path),
     ['src/loop.ts'],
@@ -153,18 +153,11 @@ test('a message queued offline whose upload the computer let go is sent with its
   await sendWithFileOffline(phone, 'plan.txt', words, TEXT);
   assert.equal(phone.sent.filter((f) => f.type === 'attachment_end').length, 1);
   // Meanwhile the same person (the owner, on the computer or another phone) finishes 20 uploads: the plan's goes.
-  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
-  for (let i = 0; i < MAX_UNSENT_ATTACHMENTS; i++) {
-    const done = await uploadAttachment((frame) => other.request(frame), Buffer.from(`other ${i} ${randomUUID()}`), `other-${i}.txt`, 'text/plain');
-    assert.equal(done.status, 'ok');
-  }
-  const planId = (phone.sent.find((f) => f.type === 'attachment_end') as { attachment_id: string }).attachment_id;
-  assert.equal((await other.request({ type: 'get_attachment', attachment_id: planId })).code, 'not_found', 'the computer let the plan’s upload go');
-  other.close();
+  await pushOutUpload(rig, (phone.sent.find((f) => f.type === 'attachment_end') as { attachment_id: string }).attachment_id);
 
   await backOnline(phone);
   await page.locator(`${SHOWN} .message.assistant`, { hasText: `echo: ${TEXT}` }).waitFor();
-  const stored = await storedUserMessages(page);
+  const stored = await storedUserMessages(rig, page);
   assert.deepEqual(
     stored.map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
     [
@@ -203,7 +196,7 @@ test('a message with a file, waiting offline for a conversation deleted meanwhil
   await saveScreens(page, 'keeps-deleted-back');
   await page.locator(`${SHOWN} .composer-input`).press('Enter');
   await page.locator(`${SHOWN} .message.assistant`, { hasText: `echo: ${TEXT}` }).waitFor();
-  const [stored] = await storedUserMessages(page);
+  const [stored] = await storedUserMessages(rig, page);
   assert.deepEqual([stored.content, stored.attachments?.map((a) => a.name)], [TEXT, ['diagram.txt']], 'sent into a new chat with its file');
   assert.deepEqual(phone.errors, []);
   await phone.close();
@@ -212,11 +205,8 @@ test('a message with a file, waiting offline for a conversation deleted meanwhil
 test('a file that would push out a file of a message waiting in line is refused on its chip, before anything is lost', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
-  const conversationId = await startConversation(rig, page, 'A conversation that will be busy');
   // A long turn (the fake holds it open), and the same person's two messages waiting behind it with the bound's worth of files.
-  let open = (): void => undefined;
-  const held = new Promise((resolve) => (open = () => resolve(undefined)));
-  rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } }, { text: 'One.' }, { text: 'Two.' });
+  const { conversationId, open } = await busyConversation(rig, page, { text: 'One.' }, { text: 'Two.' });
   const clients = await Promise.all([0, 1, 2, 3].map(() => TestClient.authed(rig.svc.wsUrl, rig.svc.token)));
   const running = clients[0].request({ type: 'chat', conversation_id: conversationId, message: 'a long turn', stream: true }, 30_000);
   const files: string[] = [];
@@ -244,23 +234,14 @@ test('a file that would push out a file of a message waiting in line is refused 
 });
 
 test('a file still uploading when the page closes comes back named on a failed chip, and the message says it was not attached', async () => {
-  let holdChunks = true;
-  // The page's socket, through a route that keeps the file's chunks from the computer while `holdChunks`.
-  const phone = await rig.openPhone(async (page) => {
-    await page.routeWebSocket(/./, (socket) => {
-      const server = socket.connectToServer();
-      socket.onMessage((frame) => {
-        if (holdChunks && String(frame).includes('"attachment_chunk"')) return;
-        server.send(frame);
-      });
-      server.onMessage((frame) => socket.send(frame));
-    });
-  });
+  // The page's socket, through a route that keeps the file's chunks from the computer.
+  const { phone, frames } = await routedPhone(rig);
+  frames.hold = (frame) => frame.includes('"attachment_chunk"');
   const { page } = phone;
   await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'big-photo-notes.txt', mimeType: 'text/plain', buffer: Buffer.from('still uploading\n') });
   await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
   await page.waitForFunction(() => !!Object.keys(localStorage).find((k) => k.endsWith('/remote-assistant.tray') && localStorage.getItem(k)?.includes('big-photo-notes.txt')));
-  holdChunks = false;
+  frames.hold = undefined;
   await reload(page);
   const chip = page.locator(`${SHOWN} .attachment-chip[data-state="failed"]`);
   await chip.waitFor();

@@ -95,6 +95,9 @@ export class ChatApp {
   private readonly live: LiveTurn;
   /** The new chat on screen (its messages share this draft until the service names the conversation). */
   private draft = newClientId();
+  /** Messages sent (Send) and not in the outbox yet, their files (or an earlier one's) uploading; `sendOrder` ends with the last. */
+  private sendsWaiting = 0;
+  private sendOrder = Promise.resolve();
   /** Messages sent again with their files uploaded anew (`unsent`): not a second time. */
   private readonly resentOnce = new Set<string>();
   /** The view (`view`) and reason whose note already says that messages came back to the message box (`unsent`). */
@@ -182,6 +185,7 @@ export class ChatApp {
       connected: () => this.connected,
       screen: () => ({ current: this.current, draft: this.draft }),
       answered: (item, answer) => this.answered(item, answer),
+      notFound: (item, error) => this.unsent(item, error),
     });
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.changes = new ChangesView({
@@ -329,8 +333,9 @@ export class ChatApp {
         return void this.refreshConfig();
       case 'conversation.updated':
         // The event carries the conversation's row: no need to list them again. Its messages arrive
-        // through following (chat.message), whoever sent them.
+        // through following (chat.message), whoever sent them. Those it queued are held by the service.
         this.list.upsert(event.conversation);
+        this.sender.known(event.conversation.queued.flatMap((q) => (q.client_message_id ? [q.client_message_id] : [])));
         if (event.conversation_id === this.current) this.showRow(event.conversation);
         return;
       case 'conversation.deleted':
@@ -426,20 +431,15 @@ export class ChatApp {
     }
   }
 
-  /** A message with attachments waits for their uploads (those that failed are named), then goes the same way. */
+  /**
+   * A typed message goes to the outbox: sent now if connected, else when the connection returns. What the chips
+   * show and the screen it was typed on go with it, taken at Send; one with attachments waits for their uploads
+   * (those that failed are named), drawn waiting meanwhile, and every message reaches the outbox in Send order.
+   */
   private send(typed: string): void {
     // `/name argument`: a saved prompt's message is sent in its place.
     const text = this.prompts.expandTyped(typed) ?? typed;
-    if (this.tray.count === 0) return this.enqueue(text, []);
-    void this.tray.take().then(({ attachments, failed }) => {
-      if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
-      if (text || attachments.length > 0) this.enqueue(text, attachments);
-    });
-  }
-
-  /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
-  private enqueue(text: string, attachments: NonNullable<OutboxItem['attachments']>): void {
-    // What the chips show is what is sent; too much is refused here, before the text leaves the input.
+    // Too much context is refused here, before the text leaves the input (and the files the tray).
     const context = this.chips.items();
     const size = contextChars(context);
     if (size > MAX_CONTEXT_CHARS) {
@@ -448,17 +448,37 @@ export class ChatApp {
       return;
     }
     this.chips.clearAdded();
-    const item: OutboxItem = {
+    const typedAt = this.current ? { conversation_id: this.current } : { draft: this.draft, worktree: this.worktreeBox.checked };
+    if (!this.current) this.header.setTitle(shortened(text, 80));
+    // Stop at once; the conversation's row then says whether it runs (conversation.updated).
+    if (this.connected) this.composer.setRunning(true);
+    const message = (attachments: NonNullable<OutboxItem['attachments']>): OutboxItem => ({
       client_message_id: newClientId(),
       text,
       ...(context.length > 0 ? { context } : {}),
       ...(attachments.length > 0 ? { attachments } : {}),
-      ...(this.current ? { conversation_id: this.current } : { draft: this.draft, worktree: this.worktreeBox.checked }),
-    };
-    if (!this.current) this.header.setTitle(shortened(text, 80));
-    // Stop at once; the conversation's row then says whether it runs (conversation.updated).
-    if (this.connected) this.composer.setRunning(true);
-    this.sender.add(item);
+      ...typedAt,
+    });
+    const files = this.tray.count === 0 ? undefined : this.tray.take();
+    if (!files && this.sendsWaiting === 0) return this.sender.add(message([]));
+    // Its files (or an earlier message's) still uploading.
+    this.sendsWaiting += 1;
+    const drawn = this.sender.drawWaiting(text, context);
+    this.sendOrder = this.sendOrder
+      .then(async () => {
+        const { attachments, failed } = (await files) ?? { attachments: [], failed: [] };
+        this.sendsWaiting -= 1;
+        if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
+        if (text || attachments.length > 0) this.sender.add(message(attachments), drawn);
+        else drawn.remove();
+      })
+      // A fault is the page's error still, and the next message is not stuck behind it.
+      .catch(
+        (error: unknown) =>
+          void setTimeout(() => {
+            throw error;
+          }),
+      );
   }
 
   /**
@@ -499,15 +519,15 @@ export class ChatApp {
 
   /** The service answered a chat the page sent: a refusal is told where it was typed; the reply comes as events. */
   private answered(item: OutboxItem, answer: EnvelopeOf<'chat'>): void {
-    // Stored (or refused for another reason than a missing file): the page's copies of its files are not needed.
-    if (answer.status === 'ok' || answer.code !== 'not_found') this.tray.release(item.attachments);
+    // Stored, or refused for good (a `not_found` goes to `unsent`): the page's copies of its files are not needed.
+    this.tray.release(item.attachments);
     const onScreen = (item.conversation_id ?? (answer.status === 'ok' ? answer.data.conversation_id : undefined)) === this.current || (!this.current && item.draft === this.draft);
     if (answer.status === 'ok') {
       if (!this.current && item.draft === this.draft) this.setCurrent(answer.data.conversation_id);
       // The reply itself is drawn from the conversation's events (we follow it), turn.ended included.
     } else {
       this.live.abandonReply();
-      if (answer.code === 'not_found') return void this.unsent(item, answer.error);
+      this.runningAsRow();
       if (answer.code === 'server_error' && onScreen) {
         const stored = this.messages.element.querySelector<HTMLElement>(`[data-client-message-id="${CSS.escape(item.client_message_id)}"]`)?.dataset.messageId;
         const resend = { kind: 'resend' as const, text: item.text, context: item.context, attachments: item.attachments };
@@ -515,6 +535,12 @@ export class ChatApp {
       } else if (onScreen) this.messages.addNote(answer.error ?? 'The service refused the message.', 'error');
     }
     if (onScreen) this.composer.focus();
+  }
+
+  /** A chat refused or put back: Stop (shown at Send) follows the conversation's row again (nothing may run). */
+  private runningAsRow(): void {
+    const row = this.current === undefined ? undefined : this.list.row(this.current);
+    this.composer.setRunning(row !== undefined && row.state !== 'idle');
   }
 
   /**
@@ -526,9 +552,11 @@ export class ChatApp {
    * for the person to send or not: a new chat's when the deleted conversation was on screen; when another
    * is, its box (the one box the page has: the screen they are reading stays) with a New chat button, as
    * Send there would put it in that conversation. Its chips and files come back with it (the tray); an
-   * upload the computer let go is made again from this page's copy and the message sent (s35).
+   * upload the computer let go is made again from this page's copy and the message sent in its place, before those
+   * typed after it (s35, s36); the connection lost meanwhile, it is sent again as it was once reconnected.
    */
-  private async unsent(item: OutboxItem, error = 'not found'): Promise<void> {
+  private async unsent(item: OutboxItem, error = 'not found'): Promise<OutboxItem | undefined> {
+    this.live.abandonReply();
     const id = item.conversation_id;
     const attachments = item.attachments ?? [];
     const asked = id === undefined ? undefined : await this.call({ type: 'get_messages', conversation_id: id, limit: 1 });
@@ -542,16 +570,20 @@ export class ChatApp {
       // ones were made): uploaded again from this page's copies and sent, as the person asked; once, so that a
       // device uploading on and on cannot keep it going round. Without every copy, what there is goes to the tray.
       ({ again: back, missing } = await this.tray.uploadAgain(attachments));
-      if (missing.length === 0 && !this.resentOnce.has(item.client_message_id)) {
+      const resent = this.resentOnce.has(item.client_message_id);
+      // Not uploaded (the connection lost again): the message as it was, asked again once reconnected (not a round).
+      if (!this.connected && missing.length === 0 && back.some((info, i) => info.attachment_id === attachments[i].attachment_id)) return item;
+      if (missing.length === 0 && !resent) {
         const { attempted: _attempted, ...resend } = { ...item, client_message_id: newClientId(), attachments: back };
         this.resentOnce.add(resend.client_message_id);
-        return this.sender.add(resend);
+        return resend;
       }
     }
     if (gone && id === this.current) this.newChat();
     for (const context of item.context ?? []) this.chips.add(context);
     this.tray.restore(back);
     this.composer.putBack(item.text);
+    this.runningAsRow();
     const why = gone ? 'its conversation was deleted meanwhile' : attachments.length ? 'an attached file is no longer available' : error;
     const attached = missing.length ? ` Attach ${missing.join(', ')} again.` : '';
     const noted = `${this.view} ${why}`;
@@ -564,6 +596,7 @@ export class ChatApp {
     }
     this.unsentNoted = noted;
     this.composer.focus();
+    return undefined;
   }
 
   /** Stop: ends the conversation's running turn, whoever started it. */
@@ -696,7 +729,7 @@ export class ChatApp {
     this.leave();
     this.setCurrent(conversationId);
     const row = this.list.row(conversationId);
-    this.composer.setRunning(row !== undefined && row.state !== 'idle');
+    this.runningAsRow();
     this.header.usage.show(row?.usage);
     this.header.setWorktree(row?.worktree);
     this.queue.show(row?.queued ?? []);

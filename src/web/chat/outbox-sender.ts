@@ -22,6 +22,11 @@ export interface OutboxSenderDeps {
   screen(): { current: string | undefined; draft: string };
   /** The service answered a chat the page sent (its bubble is marked sent, or removed when it was taken out of the queue). */
   answered(item: OutboxItem, answer: EnvelopeOf<'chat'>): void;
+  /**
+   * The service answered `not_found` (App.unsent): what is sent in its place (its files uploaded again; itself,
+   * again once reconnected), or nothing (put back). Until then it holds its place, and those typed after it wait.
+   */
+  notFound(item: OutboxItem, error: string | undefined): Promise<OutboxItem | undefined>;
 }
 
 /**
@@ -34,13 +39,15 @@ export class OutboxSender {
   private readonly pendingBubbles = new Map<string, HTMLElement>();
   /** Outbox messages sent and not yet answered, in the order sent. */
   private readonly inFlight: InFlight[] = [];
+  /** Outbox messages the service is known to hold (stored: their chat.message; or queued: their conversation's row). */
+  private readonly held = new Set<string>();
 
   constructor(private readonly deps: OutboxSenderDeps) {}
 
   /** A typed message: kept in the outbox, drawn waiting, sent now if connected (else when the connection returns). */
-  add(item: OutboxItem): void {
+  add(item: OutboxItem, drawn?: HTMLElement): void {
     this.deps.outbox.add(item);
-    this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
+    this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item, drawn));
     this.flush();
   }
 
@@ -53,7 +60,7 @@ export class OutboxSender {
   flush(): void {
     if (!this.deps.connected()) return;
     const onItsWay = (id: string) => this.inFlight.some((s) => s.item.client_message_id === id);
-    for (const item of this.deps.outbox.ready(onItsWay)) void this.sendItem(item).then(() => this.flush());
+    for (const item of this.deps.outbox.ready(onItsWay, (id) => this.held.has(id))) void this.sendItem(item).then(() => this.flush());
   }
 
   /**
@@ -71,11 +78,24 @@ export class OutboxSender {
 
   /** The bubble of the outbox message a stored user message is, by the client_message_id it was sent with, marked sent. */
   claimSent(clientMessageId: string | undefined): HTMLElement | undefined {
+    if (clientMessageId !== undefined) this.known([clientMessageId]);
     const bubble = clientMessageId === undefined ? undefined : this.pendingBubbles.get(clientMessageId);
     if (!bubble || clientMessageId === undefined) return undefined;
     this.pendingBubbles.delete(clientMessageId);
     markSent(bubble);
     return bubble;
+  }
+
+  /** The service holds these messages (stored or queued): those typed after them in the outbox need not wait. */
+  known(clientMessageIds: Iterable<string>): void {
+    const mine = new Set(this.deps.outbox.all.map((item) => item.client_message_id));
+    let more = false;
+    for (const id of clientMessageIds) {
+      if (!mine.has(id) || this.held.has(id)) continue;
+      this.held.add(id);
+      more = true;
+    }
+    if (more) this.flush();
   }
 
   /**
@@ -84,6 +104,7 @@ export class OutboxSender {
    */
   showPending(storedIds: ReadonlySet<string> = new Set()): void {
     this.pendingBubbles.clear();
+    this.known(storedIds);
     const { current, draft } = this.deps.screen();
     for (const item of this.deps.outbox.all) {
       const here = item.conversation_id ? item.conversation_id === current : !current && item.draft === draft;
@@ -91,8 +112,8 @@ export class OutboxSender {
     }
   }
 
-  /** True when the service answered (the message is out of the outbox), false when the connection dropped. */
-  private async sendItem(item: OutboxItem): Promise<boolean> {
+  /** Sends one outbox message; kept (sent again once reconnected, answered once) when the connection drops. */
+  private async sendItem(item: OutboxItem): Promise<void> {
     const sending: InFlight = { item, requestId: this.deps.connection.newId() };
     this.inFlight.push(sending);
     this.deps.outbox.markAttempted(item);
@@ -108,32 +129,54 @@ export class OutboxSender {
       // Said either way on a new chat, so an unticked toggle keeps it in the workspace whatever the default.
       ...(item.worktree !== undefined && !item.conversation_id ? { worktree: item.worktree } : {}),
     } as const;
-    let answer: EnvelopeOf<'chat'> | undefined;
     try {
-      answer = await this.deps.connection.request(frame);
-    } catch {
-      return false; // Kept: sent again with the same client_message_id once reconnected, answered once.
+      const answer = await this.deps.connection.request(frame).catch(() => undefined);
+      // Undefined: kept, sent again with the same client_message_id once reconnected, answered once.
+      if (answer?.status === 'error' && answer.code === 'not_found') this.settle(item, answer, await this.deps.notFound(item, answer.error));
+      else if (answer) {
+        this.settle(item, answer, undefined);
+        this.deps.answered(item, answer);
+      }
     } finally {
+      // On its way (holding those typed after it) until its answer is settled.
       this.inFlight.splice(this.inFlight.indexOf(sending), 1);
+      this.held.delete(item.client_message_id);
     }
-    this.deps.outbox.remove(item.client_message_id);
+  }
+
+  /** An answered message leaves the outbox, or `next` takes its place there and its bubble. */
+  private settle(item: OutboxItem, answer: EnvelopeOf<'chat'>, next: OutboxItem | undefined): void {
     const bubble = this.pendingBubbles.get(item.client_message_id);
     this.pendingBubbles.delete(item.client_message_id);
+    if (next) {
+      this.deps.outbox.replace(item.client_message_id, next);
+      if (bubble) {
+        this.pendingBubbles.set(next.client_message_id, bubble);
+        bubble.dataset.clientMessageId = next.client_message_id;
+      }
+      return;
+    }
+    this.deps.outbox.remove(item.client_message_id);
     // Cancelled before any client saw it stored: taken out of the queue (remove_queued), never stored. Or not
     // found (its conversation, an attachment): stored nowhere, its text goes back to the box (App.unsent).
     if (bubble && (answer.status === 'ok' ? answer.data.cancelled : answer.code === 'not_found')) bubble.remove();
     else if (bubble) markSent(bubble);
     if (answer.status === 'ok' && !item.conversation_id && item.draft) this.deps.outbox.conversationMade(item.draft, answer.data.conversation_id);
-    this.deps.answered(item, answer);
-    return true;
   }
 
-  private addPendingBubble(item: OutboxItem): HTMLElement {
-    const bubble = this.deps.messages.addUser(item.text, true, item.context);
-    this.deps.thumbnails.show(bubble, item.attachments);
-    bubble.dataset.clientMessageId = item.client_message_id;
+  /** A message drawn waiting before it is in the outbox (its files still uploading, `add` then takes its bubble). */
+  drawWaiting(text: string, context: OutboxItem['context']): HTMLElement {
+    const bubble = this.deps.messages.addUser(text, true, context);
     bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));
     return bubble;
+  }
+
+  private addPendingBubble(item: OutboxItem, drawn = this.drawWaiting(item.text, item.context)): HTMLElement {
+    this.deps.thumbnails.show(drawn, item.attachments);
+    drawn.dataset.clientMessageId = item.client_message_id;
+    // The note last, under the files.
+    drawn.append(drawn.querySelector(':scope > .pending-note')!);
+    return drawn;
   }
 }
 

@@ -45,18 +45,30 @@ export class Outbox {
 
   /**
    * The messages to send now, in order: each one not on its way yet (`onItsWay`), without waiting for
-   * earlier answers (the service queues them), except a new chat's next messages, which wait until its
-   * first one has named the conversation.
+   * earlier answers (the service queues them), except (a) a new chat's next messages, which wait until its
+   * first one has named the conversation, and (b) the messages behind one carrying files the service is not
+   * known to hold yet (`held`: stored or queued), which wait for it: its upload may have gone meanwhile, and it
+   * is then uploaded again and sent in its place (`replace`), still before them.
    */
-  ready(onItsWay: (clientMessageId: string) => boolean): OutboxItem[] {
+  ready(onItsWay: (clientMessageId: string) => boolean, held: (clientMessageId: string) => boolean): OutboxItem[] {
     const unnamedDrafts = new Set<string>();
+    const behindFiles = new Set<string | undefined>();
     return this.items.filter((item) => {
+      const place = item.conversation_id ?? item.draft;
+      if (behindFiles.has(place)) return false;
+      if (item.attachments?.length && !held(item.client_message_id)) behindFiles.add(place);
       if (!item.conversation_id && item.draft) {
         if (unnamedDrafts.has(item.draft)) return false;
         unnamedDrafts.add(item.draft);
       }
       return !onItsWay(item.client_message_id);
     });
+  }
+
+  /** The message sent in its place (its files uploaded again, a new client_message_id): where it was, before those typed after it. */
+  replace(clientMessageId: string, item: OutboxItem): void {
+    this.items = this.items.map((old) => (old.client_message_id === clientMessageId ? item : old));
+    this.save();
   }
 
   markAttempted(item: OutboxItem): void {

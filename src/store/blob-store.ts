@@ -148,7 +148,14 @@ export class BlobStore extends GuardedBlobs {
     // Only complete files are ever renamed into place, so a file of the right size holds these bytes.
     if (!evenIfStored && (await stat(target).catch(() => undefined))?.size === bytes.length) return { hash, size: bytes.length };
     await mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
-    await writeFileAtomic(target, bytes, { mode: PRIVATE_FILE_MODE });
+    try {
+      await writeFileAtomic(target, bytes, { mode: PRIVATE_FILE_MODE });
+    } catch (error) {
+      // Written over the same bytes (evenIfStored) and the rename refused after its retries (Windows, while a
+      // reader holds the file open; an immutable file): the bytes are there all the same, the put succeeds.
+      if (evenIfStored && (await stat(target).catch(() => undefined))?.size === bytes.length) return { hash, size: bytes.length };
+      throw error;
+    }
     return { hash, size: bytes.length };
   }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -71,6 +72,26 @@ test('writeEvenIfStored: bytes already stored cost the syncs of new bytes (an up
   assert.equal(await syncsOf(() => blobs.holding((put) => put('new bytes'))), 0);
   assert.deepEqual(await filesUnder(dir), [path.join(dir, sha256('new bytes').slice(0, 2), sha256('new bytes'))], 'one file, no temp left');
   assert.equal((await blobs.get(sha256('new bytes')))?.toString(), 'new bytes');
+});
+
+test('writeEvenIfStored: a rename over the stored bytes refused (Windows while a reader holds them; here an immutable file) still stores them', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  const ref = sha256('kept bytes');
+  const file = path.join(dir, ref.slice(0, 2), ref);
+  const blobs = await BlobStore.open(dir);
+  await blobs.put('kept bytes');
+  // chattr +i: a rename over the file is refused with EPERM, as Windows refuses one over a file held open.
+  const immutable = spawnSync('chattr', ['+i', file]);
+  t.after(async () => {
+    spawnSync('chattr', ['-i', file]);
+    await cleanup();
+  });
+  if (immutable.status !== 0) return t.skip('chattr +i is not available here (needs root and a file system with the flag)');
+  await assert.rejects(writeFile(file, 'other'), 'the file is immutable');
+  const put = await blobs.holding((p) => p('kept bytes'), { writeEvenIfStored: true });
+  assert.deepEqual(put, { hash: ref, size: 10 });
+  assert.equal((await blobs.get(ref))?.toString(), 'kept bytes');
+  assert.deepEqual(await filesUnder(dir), [file], 'no temp file left');
 });
 
 test('a damaged blob file is reported, never served', async (t) => {

@@ -46,7 +46,11 @@ test('a message sent while its file still uploads comes back to the box after a 
   const chip = page.locator(`${SHOWN} .attachment-chip[data-state="failed"]`);
   assert.equal(await chip.count(), 1, 'the file on one chip');
   assert.match(await chip.innerText(), /leak-notes\.txt[\s\S]*attach it again/, 'the chip names the file');
-  assert.match(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent: leak-notes\.txt was still uploading when the page closed[^\n]*Attach leak-notes\.txt again/, 'a note says why and what to do');
+  assert.match(
+    await page.locator(`${SHOWN} .messages`).innerText(),
+    /Not sent: leak-notes\.txt was still uploading when the page closed[^\n]*Attach leak-notes\.txt again/,
+    'a note says why and what to do',
+  );
   assert.equal(await page.locator(`${SHOWN} .message.user.pending`).count(), 0, 'nothing drawn waiting');
   await saveScreens(page, 'upload-reload');
   // Nothing of it reached the computer (it waited for the file).
@@ -57,8 +61,10 @@ test('a message sent while its file still uploads comes back to the box after a 
   await reloadPhone(page);
   assert.equal(await box.inputValue(), 'Here is what I saw under the sink\n\nIs the pipe or the tap leaking?', 'kept over another reload');
 
-  // Attached again (the chip naming it gives way to it), sent: once, with its file.
-  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'leak-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(words) });
+  // Attached again from the chip's own words (the chip naming it gives way to it), sent: once, with its file.
+  const chooser = page.waitForEvent('filechooser');
+  await chip.getByRole('button', { name: 'attach it again' }).click();
+  await (await chooser).setFiles({ name: 'leak-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(words) });
   await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
   assert.equal(await page.locator(`${SHOWN} .attachment-chip`).count(), 1, 'one chip: the one attached again');
   await box.press('Enter');

@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { saveScreens } from '../helpers/phone-screens';
-import { reloadPhone, routedPhone, sendMessage, startConversation, startPhoneRig, storedUserMessages, type PhoneRig } from '../helpers/phone-rig';
+import { TestClient } from '../helpers/ws-client';
+import { reloadPhone, routedPhone, sendMessage, startConversation, startPhoneRig, storedUserMessages, waitUntil, type PhoneRig } from '../helpers/phone-rig';
 
 const SHOWN = '.machine-view:not([hidden])';
 let rig: PhoneRig;
@@ -84,7 +85,33 @@ test('a message sent while its file still uploads comes back to the box after a 
   await phone.close();
 });
 
-async function waitUntil(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  assert.ok(done(), `waited 10 s for ${what}`);
+test('the first message of a new chat, sent while its file uploads, comes back to the new chat’s box after a reload; nothing is made of it', async () => {
+  const { phone, frames } = await routedPhone(rig);
+  const { page } = phone;
+  frames.hold = (frame) => frame.includes('"attachment_chunk"');
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'meter.txt', mimeType: 'text/plain', buffer: Buffer.from(`meter ${randomUUID()}\n`) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
+  const conversations = await listedIds();
+  await sendMessage(page, 'What does this meter reading say?');
+  await waitUntil(() => frames.held.length > 0, 'the file’s chunk');
+  await page.locator(`${SHOWN} .message.user.pending`).waitFor();
+  frames.hold = undefined;
+  frames.held.length = 0;
+
+  await reloadPhone(page);
+  assert.equal(await page.locator(`${SHOWN} .composer-input`).inputValue(), 'What does this meter reading say?', 'back in the box');
+  assert.match(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent: meter\.txt was still uploading when the page closed/);
+  assert.match(await page.locator(`${SHOWN} .attachment-chip[data-state="failed"]`).innerText(), /meter\.txt[\s\S]*attach it again/);
+  assert.equal(await page.locator(`${SHOWN} .worktree-toggle`).isVisible(), true, 'on a new chat');
+  assert.deepEqual(await listedIds(), conversations, 'no conversation made of it');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+/** The conversations the computer lists. */
+async function listedIds(): Promise<string[]> {
+  const client = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  const listed = (await client.request({ type: 'list_conversations' })).data as { conversations: { id: string }[] };
+  client.close();
+  return listed.conversations.map((c) => c.id).sort();
 }

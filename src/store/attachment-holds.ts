@@ -7,6 +7,15 @@
  */
 export class AttachmentHolds {
   private readonly counts = new Map<string, number>();
+  /** Held ones an orphan pass left bound to a deleted conversation (`passedOver`): their release owes a pass. */
+  private readonly passed = new Set<string>();
+
+  /**
+   * @param letGo called when the last hold on one the orphan pass passed over ends (a pass then drops it,
+   * unless a message carries it by then): nothing else owes a collection, and its bytes stayed until some
+   * later deletion or restart (attack36).
+   */
+  constructor(private readonly letGo: () => void = () => {}) {}
 
   /** Holds these attachments until `release` is called (once; a second call does nothing). */
   hold(attachmentIds: readonly string[]): () => void {
@@ -15,11 +24,16 @@ export class AttachmentHolds {
     return () => {
       if (released) return;
       released = true;
+      let owed = false;
       for (const id of attachmentIds) {
         const count = (this.counts.get(id) ?? 1) - 1;
         if (count > 0) this.counts.set(id, count);
-        else this.counts.delete(id);
+        else {
+          this.counts.delete(id);
+          owed = this.passed.delete(id) || owed;
+        }
       }
+      if (owed) this.letGo();
     };
   }
 
@@ -31,8 +45,11 @@ export class AttachmentHolds {
     return this.counts.size;
   }
 
-  /** The held ids, for a deletion's statements (journaled as its parameters, so replayed alike). */
-  ids(): string[] {
-    return [...this.counts.keys()];
+  /** Notes held ones the orphan pass left bound to a deleted conversation (collectBlobs). */
+  passedOver(attachmentIds: readonly string[]): void {
+    for (const id of attachmentIds) if (this.counts.has(id)) this.passed.add(id);
   }
 }
+
+/** Nothing held (a deletion with no waiting chats to mind). */
+export const NONE_HELD: Pick<AttachmentHolds, 'has'> = { has: () => false };

@@ -52,21 +52,28 @@ export function bindAttachments(ids: readonly string[], conversationId: string):
 /**
  * Inside a conversation's deletion (trashConversation): its uses go, an attachment it carried first that
  * another conversation carries too is bound to that one, and its other attachments' rows go (their bytes
- * are freed by the next blob collection: blob-collection.ts), except those `held` (AttachmentHolds ids):
+ * are freed by the next blob collection: blob-collection.ts), except those `held` (AttachmentHolds):
  * a chat waiting in another conversation's line names them, and its message binds them when stored
  * (bindAttachments). Until then no conversation carries them and no one reads them (visibleAttachment).
  * A held row left bound to a deleted conversation is what the collection's orphan pass then rebinds (or,
- * no message having carried it, drops once it is no longer held).
+ * no message having carried it, drops once it is no longer held). Returns the held ids it left.
  */
-export function dropConversationAttachments(tx: WriteTx, conversationId: string, held: readonly string[]): void {
+export function dropConversationAttachments(tx: WriteTx, conversationId: string, held: Pick<AttachmentHolds, 'has'>): string[] {
   tx.run('DELETE FROM attachment_uses WHERE conversation_id = ?', [conversationId]);
   tx.run(
     'UPDATE attachments SET conversation_id = (SELECT min(u.conversation_id) FROM attachment_uses u WHERE u.attachment_id = attachments.id) WHERE conversation_id = ? AND id IN (SELECT attachment_id FROM attachment_uses)',
     [conversationId],
   );
   // Bound before migration 25 (`uses_unknown`): another conversation may carry it unrecorded, so it stays.
-  // The held ids as one JSON parameter: however many chats wait, no limit on SQL variables to meet.
-  tx.run('DELETE FROM attachments WHERE conversation_id = ? AND uses_unknown = 0 AND id NOT IN (SELECT value FROM json_each(?))', [conversationId, JSON.stringify(held)]);
+  // Of the held ids, this conversation's own (the statement's parameter, journaled with it): every held id
+  // in every deletion's record made each one as big as all waiting chats' files (attack36). As one JSON
+  // parameter: however many are held, no limit on SQL variables to meet.
+  const kept = tx
+    .all<{ id: string }>('SELECT id FROM attachments WHERE conversation_id = ? AND uses_unknown = 0', [conversationId])
+    .map((row) => row.id)
+    .filter((id) => held.has(id));
+  tx.run('DELETE FROM attachments WHERE conversation_id = ? AND uses_unknown = 0 AND id NOT IN (SELECT value FROM json_each(?))', [conversationId, JSON.stringify(kept)]);
+  return kept;
 }
 
 /** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */

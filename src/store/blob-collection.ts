@@ -1,5 +1,5 @@
 import type { Logger } from '../log/logger';
-import type { AttachmentHolds } from './attachment-holds';
+import { NONE_HELD, type AttachmentHolds } from './attachment-holds';
 import { dropConversationAttachments } from './attachments';
 import type { Collected } from './blob-guard';
 import { blobReferences } from './blob-refs';
@@ -24,8 +24,8 @@ export async function collectBlobs(db: Database, blobs: Pick<Blobs, 'collect'>, 
   if (db.get("SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'attachment_uses'") === undefined) return { removed: 0, bytes: 0 };
   if (db.get(`${ORPHANED} LIMIT 1`) !== undefined) {
     await db.write((tx) => {
-      const held = holds?.ids() ?? [];
-      for (const { conversation_id } of tx.all<{ conversation_id: string }>(ORPHANED)) dropConversationAttachments(tx, conversation_id, held);
+      // What stays for them alone: their release owes the pass that drops it (AttachmentHolds `letGo`).
+      for (const { conversation_id } of tx.all<{ conversation_id: string }>(ORPHANED)) holds?.passedOver(dropConversationAttachments(tx, conversation_id, holds ?? NONE_HELD));
     });
   }
   const started = performance.now();

@@ -1,4 +1,4 @@
-import type { AttachmentHolds } from './attachment-holds';
+import { NONE_HELD, type AttachmentHolds } from './attachment-holds';
 import { dropConversationAttachments } from './attachments';
 import type { Database, SqlParamInput, WriteOptions, WriteTx } from './database';
 import type { ConversationRow, NewConversation } from './types';
@@ -96,7 +96,7 @@ export class ConversationsRepo {
    * of 20,000 messages deleted in this one transaction held the loop 50-140 ms: bench/delete-stall-ab.ts).
    */
   async delete(id: string): Promise<boolean> {
-    const deleted = await this.db.write((tx) => trashConversation(tx, id, this.holds.ids()));
+    const deleted = await this.db.write((tx) => trashConversation(tx, id, this.holds));
     this.onTrash();
     return deleted;
   }
@@ -157,7 +157,7 @@ export class ConversationsRepo {
  * transaction: the maintenance frees them in batches afterwards (history/maintenance.ts `emptyDeleted`),
  * also after a crash. Retention and delete_conversation both delete this way.
  */
-export function trashConversation(tx: WriteTx, id: string, heldAttachments: readonly string[] = []): boolean {
+export function trashConversation(tx: WriteTx, id: string, heldAttachments: Pick<AttachmentHolds, 'has'> = NONE_HELD): boolean {
   tx.run('INSERT OR IGNORE INTO history_cold_trash (conversation_id) SELECT id FROM conversations WHERE id = ? AND (cold_seq > 0 OR EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?))', [
     id,
     id,

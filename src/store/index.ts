@@ -306,7 +306,8 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   }
   const audit = new AuditRepo(db, options.now);
   const usage = new UsageRepo(db, history);
-  const holds = new AttachmentHolds();
+  // A held file the orphan pass left, once let go, owes a collection (a pass drops it): attack36.
+  const holds = new AttachmentHolds(() => maintenance.deleted());
   const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit, usage, blobs, holds, hotMessages: options.hotMessages });
   if (options.retention) maintenance.setPolicy(options.retention);
   maintenance.start();

@@ -19,13 +19,17 @@ import { BlobStore } from '../../src/store/blob-store';
 //   cut-cold <dir> the same, its row's metadata moved to history.db (cold) before the cut
 //   collect <dir>  conversations 'gone' and 'kept' with attachments and file changes (one blob shared), then
 //                  'gone' deleted (printing "deleted"), its blobs collected (RA_TEST_FAULT_BLOB_COLLECT kills it in there)
+//   held-collect <dir>  conversations 'first' and 'second'; in 'first' attachments 'held' (a waiting chat holds
+//                  it, among HELD_MANY other ids), 'other', and 'shared' (sent again in 'second'); 'first' deleted, the
+//                  rows printed ("rows <json>", heldRows), then the pass's collection killed before its first removal
 //   recover <dir>  open with --recover (a damaged history.db salvaged), print "recovered", close
 import { HistoryStore } from '../../src/store/history/history-store';
 import { startHistoryWorker } from '../../src/store/history/start-worker';
 import { openStore } from '../../src/store/index';
 import type { NewMessage } from '../../src/store/index';
 import { refuseFirstPut } from './refusing-worker';
-import { BULKY_NOW, bulkyContent, COLLECT_BYTES, CUT_OUTPUT } from './store-utils';
+import { bindAttachments } from '../../src/store/attachments';
+import { BULKY_NOW, bulkyContent, COLLECT_BYTES, CUT_OUTPUT, HELD_MANY, heldRows } from './store-utils';
 
 async function hold(dir: string): Promise<void> {
   const store = await openStore(dir);
@@ -155,6 +159,25 @@ async function collect(dir: string): Promise<void> {
   await store.close();
 }
 
+async function heldCollect(dir: string): Promise<void> {
+  const store = await openStore(dir, { maintenanceIntervalMs: 3_600_000 });
+  await store.maintenance.run();
+  const at = '2024-01-01T00:00:00.000Z';
+  for (const id of ['first', 'second']) await store.conversations.create({ id, title: id, source: 'ws', created_at: at });
+  for (const id of ['held', 'other', 'shared']) {
+    const { hash, size } = await store.blobs.put(`${id} bytes`);
+    await store.attachments.add({ id, hash, name: `${id}.txt`, mime: 'text/plain', kind: 'file', size, uploader: 'ada', created_at: at });
+    await store.db.write((tx) => {
+      for (const op of [...bindAttachments([id], 'first'), ...(id === 'shared' ? bindAttachments([id], 'second') : [])]) tx.run(op.sql, op.params);
+    });
+  }
+  store.attachments.holds.hold([...Array.from({ length: HELD_MANY }, (_, i) => `waiting-${i}`), 'held']);
+  await store.conversations.delete('first');
+  process.stdout.write(`rows ${JSON.stringify(heldRows(store.db))}\n`);
+  await store.maintenance.run(); // its collection is killed (COLLECT_FAULT_ENV), after its orphan pass's write
+  process.stdout.write('collected\n');
+}
+
 async function recover(dir: string): Promise<void> {
   const store = await openStore(dir, { recover: true });
   process.stdout.write('recovered\n');
@@ -165,6 +188,7 @@ const modes: Record<string, (dir: string) => Promise<void>> = {
   hold,
   recover,
   collect,
+  'held-collect': heldCollect,
   writer,
   bulky,
   'bulky-segments': bulkySegments,
@@ -176,7 +200,7 @@ const modes: Record<string, (dir: string) => Promise<void>> = {
   'cut-cold': (dir) => cutOwed(dir, true),
 };
 const [mode, dir] = process.argv.slice(2);
-if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|recover|collect|writer|bulky|bulky-segments|maintain|retire|blobs|cool|cut-owed|cut-cold <dir>');
+if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|recover|collect|held-collect|writer|bulky|bulky-segments|maintain|retire|blobs|cool|cut-owed|cut-cold <dir>');
 modes[mode](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);

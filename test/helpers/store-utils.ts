@@ -55,9 +55,18 @@ export interface StoreChild {
 /** The blobs store-child.ts `collect` stores: of conversation 'gone' alone, of 'kept' alone, and written by both. */
 export const COLLECT_BYTES = { gone: ['gone attachment', 'gone before'], kept: ['kept attachment', 'kept before'], shared: ['written by both'] };
 
+/** How many other ids store-child.ts `held-collect` holds (more than SQLite takes variables). */
+export const HELD_MANY = 40_000;
+
+/** The attachments' rows and uses, in order (store-child.ts `held-collect` prints them). */
+export const heldRows = (db: Pick<Database, 'all'>) => ({
+  attachments: db.all<{ id: string; conversation_id: string | null }>('SELECT id, conversation_id FROM attachments ORDER BY id'),
+  uses: db.all<{ attachment_id: string; conversation_id: string }>('SELECT attachment_id, conversation_id FROM attachment_uses ORDER BY attachment_id, conversation_id'),
+});
+
 /** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
 export function spawnStoreChild(
-  mode: 'hold' | 'recover' | 'collect' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'retire' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold',
+  mode: 'hold' | 'recover' | 'collect' | 'held-collect' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'retire' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold',
   dir: string,
   env: NodeJS.ProcessEnv = {},
 ): StoreChild {

@@ -93,6 +93,24 @@ test('sent again in a second conversation: its viewers read it and the model get
   }
 });
 
+/**
+ * ada's image sent in a first conversation, and sent again by her in a chat (`clientMessageId`) waiting in a
+ * second's line: the second's next turn (the owner's) is held open until `open` is called.
+ */
+async function resendWaiting(owner: TestClient, ada: TestClient, clientMessageId: string) {
+  const bytes = image();
+  const id = await upload(ada, bytes);
+  const first = await chat(ada, { attachments: [id] });
+  const second = await chat(owner, { message: 'another conversation' });
+  let open = (): void => undefined;
+  const held = new Promise((resolve) => (open = () => resolve(undefined)));
+  rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } }, { text: 'seen again' });
+  const running = owner.request({ type: 'chat', conversation_id: second, message: 'a long turn', stream: true }, 30_000);
+  const queued = ada.request({ type: 'chat', conversation_id: second, message: 'this photo again', attachments: [id], client_message_id: clientMessageId }, 30_000);
+  await waitQueued(owner, second, 1);
+  return { bytes, id, first, second, open, running, queued };
+}
+
 for (const deletion of ['delete_conversation', 'retention'] as const)
   test(`a chat naming it that waits in the second conversation’s line keeps it through the first’s deletion (${deletion}); someone else guessing the id learns nothing`, LIMIT, async () => {
     const svc = await rig.start(await config());
@@ -100,18 +118,7 @@ for (const deletion of ['delete_conversation', 'retention'] as const)
     const ada = await sessionClient(svc, 'ada', PASSWORD);
     const cy = await sessionClient(svc, 'cy', PASSWORD);
     try {
-      const bytes = image();
-      const id = await upload(ada, bytes);
-      const first = await chat(ada, { attachments: [id] });
-      const second = await chat(owner, { message: 'another conversation' });
-
-      // The second conversation's next turn is held open: the re-send waits in line behind it.
-      let open = (): void => undefined;
-      const held = new Promise((resolve) => (open = () => resolve(undefined)));
-      rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } }, { text: 'seen again' });
-      const running = owner.request({ type: 'chat', conversation_id: second, message: 'a long turn', stream: true }, 30_000);
-      const queued = ada.request({ type: 'chat', conversation_id: second, message: 'this photo again', attachments: [id], client_message_id: 'resend36' }, 30_000);
-      await waitQueued(owner, second, 1);
+      const { bytes, id, first, second, open, running, queued } = await resendWaiting(owner, ada, 'resend36');
 
       const { store } = svc.service;
       if (deletion === 'delete_conversation') {
@@ -146,3 +153,34 @@ for (const deletion of ['delete_conversation', 'retention'] as const)
       cy.close();
     }
   });
+
+// attack36: a held file outliving every carrier and its hold. The chat naming it is taken out of the line after
+// the first conversation's deletion and the collection that left it (held): no message will carry it, no one
+// reads it, and nothing owed a collection any more, so without the hold's release asking for one, its bytes
+// stayed on disk until some later, unrelated deletion (or a restart); a person could do it at will.
+test('a chat naming it taken out of the line after the collection passed it over: its bytes are freed without another deletion', LIMIT, async () => {
+  const svc = await rig.start(await config());
+  const owner = await svc.client();
+  const ada = await sessionClient(svc, 'ada', PASSWORD);
+  try {
+    const { bytes, id, first, second, open, running, queued } = await resendWaiting(owner, ada, 'taken-back');
+
+    const { store } = svc.service;
+    assert.equal((await owner.request({ type: 'delete_conversation', conversation_id: first })).status, 'ok');
+    await store.maintenance.run();
+    assert.equal(await blobPresent(svc.dataDir, bytes), true, 'held: the collection leaves it while the chat waits');
+
+    const removed = await ada.request({ type: 'remove_queued', conversation_id: second, client_message_id: 'taken-back' });
+    assert.deepEqual(removed.data, { removed: true });
+    assert.equal(((await queued).data as { cancelled?: boolean }).cancelled, true);
+    // The next pass (the periodic one, or this): nothing else was deleted meanwhile.
+    await store.maintenance.run();
+    assert.equal(await blobPresent(svc.dataDir, bytes), false, 'its bytes are freed once nothing holds it');
+    assert.equal(store.attachments.get(id), undefined, 'its row too');
+    assert.equal(await answerFor(ada, id), await answerFor(ada, randomUUID()), 'an unknown id’s answer, its uploader too');
+    open();
+    assert.equal((await running).status, 'ok');
+  } finally {
+    ada.close();
+  }
+});

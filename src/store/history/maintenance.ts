@@ -284,7 +284,7 @@ export class HistoryMaintenance {
     const retired = await this.db.write((tx) => {
       const id = pick(tx);
       const source = id === undefined ? undefined : tx.get<{ source: string }>('SELECT source FROM conversations WHERE id = ?', [id])?.source;
-      return id !== undefined && source !== undefined && trashConversation(tx, id, this.options.holds?.ids()) ? { id, source } : undefined;
+      return id !== undefined && source !== undefined && trashConversation(tx, id, this.options.holds) ? { id, source } : undefined;
     });
     if (!retired) return false;
     this.blobsOwed = true;

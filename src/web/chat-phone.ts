@@ -24,6 +24,7 @@ import { NotificationSettings } from './push/notification-settings';
 import { reportVisibility } from './push/visibility';
 import { registerPushWorker } from './push/worker-registration';
 import type { WebSocketConnection } from './websocket-connection';
+import { openKeptFiles, type KeptFileStore } from './chat/kept-files';
 
 const CONVERSATION_KEY = 'remote-assistant.conversation';
 /** How long a notification's link waits for a machine to say it knows the conversation. */
@@ -33,6 +34,8 @@ const root = document.getElementById('app') ?? document.body.appendChild(documen
 // The page's own worker (its folder's scope); each machine registers one more for its own pushes.
 void registerPushWorker();
 const store = new MachineStore();
+/** The bytes of files attached and not yet sent, every machine's (IndexedDB): read before the machines' chats start. */
+let files: KeptFileStore | undefined;
 
 interface MachineView extends MachineEntry {
   connection: WebSocketConnection;
@@ -91,6 +94,7 @@ function viewOf(machine: Machine): MachineView {
     pending,
     root: element,
     outboxStorage: storage,
+    keptFiles: files?.of(machine.id),
     headerExtra: slot,
     pairAgain: () => switcher.openAdd(),
     drawerFooter: h(
@@ -200,6 +204,8 @@ async function remove(id: string): Promise<void> {
   void view.worker.then((registration) => registration?.unregister()).catch(() => undefined);
   drop(id);
   store.remove(id);
+  // Its files kept for a reload go with its other keys.
+  files?.of(id).keepOnly(() => false);
   const next = store.current;
   if (next) show(next.id);
   else showPairingForm();
@@ -304,15 +310,22 @@ function hostOf(url: string): string {
   }
 }
 
-root.replaceChildren(switcher.panel);
-for (const machine of store.all) viewOf(machine);
-if (!takePairingLink()) {
-  const current = store.current;
-  if (current) show(current.id);
-  else showPairingForm();
+void openKeptFiles().then((opened) => {
+  files = opened;
+  start();
+});
+
+function start(): void {
+  root.replaceChildren(switcher.panel);
+  for (const machine of store.all) viewOf(machine);
+  if (!takePairingLink()) {
+    const current = store.current;
+    if (current) show(current.id);
+    else showPairingForm();
+  }
+  // Another machine's QR code opened while the page is open (only the fragment changes: no reload).
+  window.addEventListener('hashchange', () => takePairingLink());
+  onWorkerLink((link) => follow(link, true));
+  const link = readDeepLink(location.href);
+  if (link) follow(link, false);
 }
-// Another machine's QR code opened while the page is open (only the fragment changes: no reload).
-window.addEventListener('hashchange', () => takePairingLink());
-onWorkerLink((link) => follow(link, true));
-const link = readDeepLink(location.href);
-if (link) follow(link, false);

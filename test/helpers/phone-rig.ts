@@ -226,8 +226,14 @@ export interface RoutedFrames {
   release(): void;
 }
 
-/** A phone whose socket runs through a route the test drives (`frames`): frames kept back, answers seen first, the connection cut. */
-export async function routedPhone(rig: PhoneRig): Promise<{
+/**
+ * A phone whose socket runs through a route the test drives (`frames`): frames kept back, answers seen first, the
+ * connection cut. `beforeGoto`: more before the page loads (withoutIndexedDB, say).
+ */
+export async function routedPhone(
+  rig: PhoneRig,
+  beforeGoto?: (page: Page) => Promise<void>,
+): Promise<{
   phone: PhonePage;
   frames: RoutedFrames;
 }> {
@@ -239,6 +245,7 @@ export async function routedPhone(rig: PhoneRig): Promise<{
     },
   };
   const phone = await rig.openPhone(async (page) => {
+    await beforeGoto?.(page);
     await page.routeWebSocket(/./, (socket) => {
       const to = socket.connectToServer();
       server = to;
@@ -264,4 +271,29 @@ export async function busyConversation(rig: PhoneRig, page: Page, ...then: FakeS
   const held = new Promise((resolve) => (open = () => resolve(undefined)));
   rig.fake.script({ text: 'a long answer in two chunks', chunks: 2, holdAfterChunks: { chunks: 1, until: held } }, ...then);
   return { conversationId, open };
+}
+
+/** The page finds no IndexedDB (a browser without it, or refusing it): it keeps no file's bytes over a reload. */
+export async function withoutIndexedDB(page: Page): Promise<void> {
+  await page.addInitScript('Object.defineProperty(window, "indexedDB", { value: undefined, configurable: true });');
+}
+
+/** The keys of the files the page keeps for a reload (IndexedDB, src/web/chat/kept-files.ts); the page opened it first. */
+export function keptFileKeys(page: Page): Promise<string[]> {
+  return page.evaluate(
+    () =>
+      new Promise<string[]>((resolve, reject) => {
+        const open = indexedDB.open('remote-assistant.files');
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const db = open.result;
+          const keys = db.transaction('files').objectStore('files').getAllKeys();
+          keys.onsuccess = () => {
+            db.close();
+            resolve(keys.result.map(String));
+          };
+          keys.onerror = () => reject(keys.error);
+        };
+      }),
+  );
 }

@@ -18,6 +18,7 @@ import { saveScreens } from '../helpers/phone-screens';
 import {
   attachTextFile,
   busyConversation,
+  keptFileKeys,
   queueForReload,
   routedPhone,
   reloadPhone,
@@ -26,6 +27,7 @@ import {
   startPhoneRig,
   pushOutUpload,
   storedUserMessages,
+  withoutIndexedDB,
   type PhonePage,
   type PhoneRig,
 } from '../helpers/phone-rig';
@@ -233,9 +235,9 @@ test('a file that would push out a file of a message waiting in line is refused 
   await phone.close();
 });
 
-test('a file still uploading when the page closes comes back named on a failed chip, and the message says it was not attached', async () => {
-  // The page's socket, through a route that keeps the file's chunks from the computer.
-  const { phone, frames } = await routedPhone(rig);
+test('without IndexedDB, a file still uploading when the page closes comes back named on a failed chip, and the message says it was not attached', async () => {
+  // The page's socket, through a route that keeps the file's chunks from the computer; no IndexedDB to keep its bytes in.
+  const { phone, frames } = await routedPhone(rig, withoutIndexedDB);
   frames.hold = (frame) => frame.includes('"attachment_chunk"');
   const { page } = phone;
   await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'big-photo-notes.txt', mimeType: 'text/plain', buffer: Buffer.from('still uploading\n') });
@@ -255,6 +257,35 @@ test('a file still uploading when the page closes comes back named on a failed c
   assert.match(await page.locator(`${SHOWN} .messages`).innerText(), /Not attached: big-photo-notes\.txt \(not uploaded before the page closed/, 'the message says the file did not go');
   await reload(page);
   assert.equal(await page.locator(`${SHOWN} .attachment-chip`).count(), 0, 'sent: the tray is empty');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('a file still uploading when the page closes finishes uploading by itself after the reload, from its kept bytes, and goes with the message', async () => {
+  // Before idb36 (bytes in memory only) this was the test above, with IndexedDB: its chip said "attach it again".
+  const { phone, frames } = await routedPhone(rig);
+  frames.hold = (frame) => frame.includes('"attachment_chunk"');
+  const { page } = phone;
+  const words = `still uploading ${randomUUID()}`;
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'big-photo-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
+  await page.waitForFunction(() => !!Object.keys(localStorage).find((k) => k.endsWith('/remote-assistant.tray') && localStorage.getItem(k)?.includes('big-photo-notes.txt')));
+  for (let i = 0; i < 100 && (await keptFileKeys(page)).length === 0; i++) await page.waitForTimeout(50);
+  frames.hold = undefined;
+  frames.held.length = 0;
+  await reload(page);
+  const chip = page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`);
+  await chip.waitFor();
+  assert.match(await chip.innerText(), /big-photo-notes\.txt/);
+  await saveScreens(page, 'keeps-unfinished-resumed');
+  await sendMessage(page, 'The notes, all of them');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: The notes, all of them' }).waitFor();
+  assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not attached/);
+  assert.ok(await modelReads('big-photo-notes.txt', words), 'the model read the file');
+  await reload(page);
+  assert.equal(await page.locator(`${SHOWN} .attachment-chip`).count(), 0, 'sent: the tray is empty');
+  for (let i = 0; i < 100 && (await keptFileKeys(page)).length > 0; i++) await page.waitForTimeout(50);
+  assert.deepEqual(await keptFileKeys(page), [], 'sent: its bytes are not kept');
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });

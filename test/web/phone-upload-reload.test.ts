@@ -2,17 +2,18 @@
  * A message sent while its file still uploads is not lost to a reload (s36, upload36; docs/design.md "A message sent
  * while its files upload survives a reload"), in Debian's chromium against the phone rig (the service with the fake
  * OpenAI provider). The file's chunks are kept from the computer by the page's routed socket, so its upload is still
- * going when the page reloads: the file's bytes are gone with the page, so what was typed (and the message typed after
- * it, held behind it) comes back to the message box with a note naming the file to attach again; attached again, it is
- * sent once with its file. Failed on a build of main (the box empty: the text lost). Screens under
- * test-output/screens/upload-reload-*.png. Runs after `node esbuild.mjs`.
+ * going when the page reloads. The page here finds no IndexedDB (`withoutIndexedDB`): the file's bytes are gone with
+ * the page (with IndexedDB they are kept and the message goes as written: phone-upload-kept, idb36), so what was typed
+ * (and the message typed after it, held behind it) comes back to the message box with a note naming the file to attach
+ * again; attached again, it is sent once with its file. Failed on a build of main (the box empty: the text lost).
+ * Screens under test-output/screens/upload-reload-*.png. Runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { saveScreens } from '../helpers/phone-screens';
 import { TestClient } from '../helpers/ws-client';
-import { reloadPhone, routedPhone, sendMessage, startConversation, startPhoneRig, storedUserMessages, waitUntil, type PhoneRig } from '../helpers/phone-rig';
+import { reloadPhone, routedPhone, sendMessage, startConversation, startPhoneRig, storedUserMessages, waitUntil, withoutIndexedDB, type PhoneRig } from '../helpers/phone-rig';
 
 const SHOWN = '.machine-view:not([hidden])';
 let rig: PhoneRig;
@@ -26,7 +27,7 @@ after(async () => {
 });
 
 test('a message sent while its file still uploads comes back to the box after a reload, the file named, and goes once attached again', async () => {
-  const { phone, frames } = await routedPhone(rig);
+  const { phone, frames } = await routedPhone(rig, withoutIndexedDB);
   const { page } = phone;
   await startConversation(rig, page, 'A conversation about the leak');
   // The photo's chunks kept from the computer: its upload still goes when the page reloads.
@@ -86,7 +87,7 @@ test('a message sent while its file still uploads comes back to the box after a 
 });
 
 test('the first message of a new chat, sent while its file uploads, comes back to the new chat’s box after a reload; nothing is made of it', async () => {
-  const { phone, frames } = await routedPhone(rig);
+  const { phone, frames } = await routedPhone(rig, withoutIndexedDB);
   const { page } = phone;
   frames.hold = (frame) => frame.includes('"attachment_chunk"');
   await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'meter.txt', mimeType: 'text/plain', buffer: Buffer.from(`meter ${randomUUID()}\n`) });

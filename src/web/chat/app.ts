@@ -34,6 +34,8 @@ import { ExportView } from './export-view';
 import { sendCommand } from './supervision-wire';
 import { UndoView } from './undo-view';
 import { AttachmentThumbnails, AttachmentTray } from './attachments';
+import { newClientId } from './client-id';
+import type { KeptFiles } from './kept-files';
 import { ChangesView } from './changes-view';
 
 export interface ChatAppOptions {
@@ -45,6 +47,8 @@ export interface ChatAppOptions {
   memory?: { load(): string | undefined; save(conversationId: string | undefined): void };
   /** Where the outbox of unsent messages lives (the phone: localStorage); default: memory only. */
   outboxStorage?: KeptStorage;
+  /** Where the bytes of files attached and not yet sent are kept for a reload (the phone: IndexedDB); default: memory only. */
+  keptFiles?: KeptFiles;
   /** Extra controls at the bottom of the conversation drawer (the phone's "Remove this computer"). */
   drawerFooter?: HTMLElement;
   /** Shown in the top bar after the drawer toggle (the phone's machine switcher). */
@@ -162,7 +166,7 @@ export class ChatApp {
     this.outbox = new Outbox(options.outboxStorage);
     this.undo = new UndoView({ call: (frame) => this.call(frame), list: this.messages.element, showThreeWay: action ? (argument) => action('showUndoThreeWay', argument) : undefined });
     this.thumbnails = new AttachmentThumbnails(this.connection);
-    this.tray = new AttachmentTray(this.connection, this.thumbnails, options.outboxStorage);
+    this.tray = new AttachmentTray(this.connection, this.thumbnails, options.outboxStorage, options.keptFiles);
     this.composer.addControls(...this.tray.controls);
     this.composer.addAbove(this.tray.element);
     this.composer.allowEmpty = () => this.tray.count > 0;
@@ -213,6 +217,7 @@ export class ChatApp {
 
     this.current = this.memory?.load();
     this.putBackUnfinished();
+    this.tray.keepOnly(this.outbox.all);
     this.worktreeToggle.hidden = this.current !== undefined;
     this.exporter.setConversation(this.current);
     // A new chat typed into before a reload is still on screen, with its waiting messages.
@@ -455,10 +460,15 @@ export class ChatApp {
     if (this.connected) this.composer.setRunning(true);
     const item: OutboxItem = { client_message_id: newClientId(), text, ...(context.length > 0 ? { context } : {}), ...typedAt };
     // Kept now, in Send order: one with files waits in the outbox for their uploads (and those behind it with it).
-    if (this.tray.count > 0) item.uploading = this.tray.names;
+    if (this.tray.count > 0) Object.assign(item, { uploading: this.tray.names, files: this.tray.keys });
     const files = item.uploading && this.tray.take();
     this.sender.add(item);
-    void files?.then(({ attachments, failed }) => {
+    if (files) this.whenUploaded(item, files);
+  }
+
+  /** A message's files are uploaded (at Send, or after a reload from their kept bytes): it goes, those that failed named. */
+  private whenUploaded(item: OutboxItem, files: ReturnType<AttachmentTray['take']>): void {
+    void files.then(({ attachments, failed }) => {
       if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
       this.sender.uploaded(item.client_message_id, attachments);
     });
@@ -590,7 +600,9 @@ export class ChatApp {
    * files, the unfinished ones named on chips to attach again; said once the screen is drawn (`noteUnfinished`).
    */
   private putBackUnfinished(): void {
-    const items = this.outbox.takeUnfinished();
+    // Their files' bytes kept (IndexedDB): they stay, drawn waiting, and go as written once uploaded again.
+    const items = this.outbox.takeUnfinished((item) => this.tray.allKept(item.files, item.uploading?.length ?? 0));
+    for (const item of this.outbox.all) if (item.uploading && item.files) this.whenUploaded(item, this.tray.resume(item.uploading, item.files));
     if (items.length === 0) return;
     const first = items[0];
     this.current = first.conversation_id;
@@ -600,9 +612,8 @@ export class ChatApp {
     const names: string[] = [];
     for (const item of items) {
       for (const context of item.context ?? []) this.chips.add(context);
-      this.tray.restoreUnfinished(item.uploading ?? []);
+      names.push(...this.tray.restoreUnfinished(item.uploading ?? [], item.files));
       this.tray.restore(item.attachments ?? []);
-      names.push(...(item.uploading ?? []));
       if (item.text) this.composer.putBack(item.text);
     }
     const files = names.join(', ');
@@ -804,10 +815,4 @@ export class ChatApp {
     this.newChat();
     this.messages.addNote(by === 'retention' ? 'That conversation was deleted: it was older than the history keeps.' : 'That conversation was deleted on another device.', 'info');
   }
-}
-
-/** A random id for an outbox message (crypto.randomUUID needs a secure context; a LAN page may not be one). */
-function newClientId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }

@@ -8,12 +8,16 @@ import type { AttachmentInfo, EnvelopeOf } from '../../protocol';
 import type { ServiceConnection } from '../connection';
 import { isPhoto, prepareImage } from './attachment-images';
 import { h, strokeIcon } from './dom';
+import { newClientId } from './client-id';
+import type { KeptFile, KeptFiles } from './kept-files';
 import { readKept, writeKept, type KeptStorage } from './kept-list';
 import { sha256Hex } from './sha256';
 
 interface Pending {
   chip: HTMLElement;
   name: string;
+  /** Where its bytes are kept for a reload (KeptFiles), when they are. */
+  key: string;
   upload: Promise<AttachmentInfo>;
   /** Its upload, once finished: what a reload finds in the tray (`remote-assistant.tray`). */
   done?: AttachmentInfo;
@@ -26,7 +30,7 @@ interface Pending {
 }
 
 /** What a reload finds of a chip: its finished upload, or the name of a file whose upload the page's closing cut. */
-type KeptChip = AttachmentInfo | { name: string; unfinished: true };
+type KeptChip = AttachmentInfo | { name: string; unfinished: true; key?: string };
 
 /** Said on the chip of a file still uploading when the page closed (its bytes are not kept); its last words open the file picker. */
 const UNFINISHED_WHY = 'not uploaded before the page closed: ';
@@ -39,6 +43,9 @@ interface Copy {
   name: string;
   mime: string;
 }
+
+/** A file ready to upload: its bytes, and an image's thumbnail. */
+type Prepared = Copy & { preview?: string };
 
 const TRAY_KEY = 'remote-assistant.tray';
 
@@ -53,7 +60,7 @@ export class AttachmentTray {
   /**
    * The bytes of the files this page uploaded, by attachment id, until the message carrying them is stored: the
    * computer keeps a person's newest 20 unsent uploads (MAX_UNSENT_ATTACHMENTS), so a message waiting offline
-   * may find its upload let go; it is uploaded again from here (`uploadAgain`). Memory only: not after a reload.
+   * may find its upload let go; it is uploaded again from here (`uploadAgain`), or after a reload from `kept`.
    */
   private readonly copies = new Map<string, Copy>();
 
@@ -62,6 +69,8 @@ export class AttachmentTray {
     private readonly thumbnails: AttachmentThumbnails,
     /** Where the tray's finished uploads are kept for a reload (the phone's machine storage); none in the editor's view. */
     private readonly storage?: KeptStorage,
+    /** Where the bytes of the files attached here are kept for a reload (the phone's IndexedDB); none: memory only. */
+    private readonly kept?: KeptFiles,
   ) {
     this.element = h('div', { class: 'attachment-tray', hidden: true, 'aria-label': 'Attachments' });
     const files = h('input', { type: 'file', multiple: true, class: 'attach-input', hidden: true, 'aria-hidden': 'true' });
@@ -82,9 +91,9 @@ export class AttachmentTray {
     shoot.hidden = !globalThis.matchMedia?.('(pointer: coarse)').matches;
     this.controls = [attach, shoot, files, camera];
     // Chosen and uploaded before a reload (or the phone's browser dropping the page), not sent: there again.
-    const kept = readKept<KeptChip>(storage, TRAY_KEY, (chip) => typeof chip.name === 'string' && ('unfinished' in chip || typeof chip.attachment_id === 'string'));
-    for (const chip of kept) {
-      if ('unfinished' in chip) this.restoreUnfinished([chip.name]);
+    const chips = readKept<KeptChip>(storage, TRAY_KEY, (chip) => typeof chip.name === 'string' && ('unfinished' in chip || typeof chip.attachment_id === 'string'));
+    for (const chip of chips) {
+      if ('unfinished' in chip) this.restoreUnfinished([chip.name], [chip.key]);
       else this.restore([chip]);
     }
   }
@@ -98,9 +107,59 @@ export class AttachmentTray {
     return this.pending.map((item) => item.name);
   }
 
-  /** Files whose upload the page's closing cut (their bytes went with it): named on failed chips, to attach again. */
-  restoreUnfinished(names: readonly string[]): void {
-    for (const name of names) this.addChip(name, () => Promise.reject(new Error(UNFINISHED)), true);
+  /** Where the tray's files are kept for a reload (`names`' order). */
+  get keys(): string[] {
+    return this.pending.map((item) => item.key);
+  }
+
+  /**
+   * Files whose upload the page's closing cut: uploaded again from their kept bytes; those not kept (their bytes went
+   * with the page) named on failed chips, to attach again, and returned.
+   */
+  restoreUnfinished(names: readonly string[], keys: readonly (string | undefined)[] = []): string[] {
+    return names.filter((name, i) => {
+      const file = keys[i] === undefined ? undefined : this.kept?.get(keys[i]);
+      if (file) this.addChip(name, (chip) => this.upload(chip, file.key, () => opened(this.connection).then(() => fromKept(file))), file.key);
+      else this.addChip(name, () => Promise.reject(new Error(UNFINISHED)), newClientId(), true);
+      return !file;
+    });
+  }
+
+  /** Whether every one of these files is kept (a message cut mid-upload by a reload can go as written: `resume`). */
+  allKept(keys: readonly string[] | undefined, count: number): keys is string[] {
+    return keys?.length === count && keys.every((key) => this.kept?.get(key));
+  }
+
+  /**
+   * A message's files, cut mid-upload by the page's closing, uploaded from their kept bytes once connected (those
+   * that finished before are not uploaded again): what `take` gives.
+   */
+  async resume(names: readonly string[], keys: readonly string[]): Promise<{ attachments: AttachmentInfo[]; failed: string[] }> {
+    await opened(this.connection);
+    const attachments: AttachmentInfo[] = [];
+    const failed: string[] = [];
+    for (const [i, key] of keys.entries()) {
+      const file = this.kept?.get(key);
+      const info =
+        file &&
+        (file.done ??
+          (await fromKept(file)
+            .then((copy) => this.uploaded(key, copy, ignore))
+            .catch(ignore)));
+      if (info) attachments.push(info);
+      else {
+        failed.push(names[i]);
+        this.forget([key]);
+      }
+    }
+    return { attachments, failed };
+  }
+
+  /** Deletes the kept files neither the tray nor these (the outbox's) messages hold. */
+  keepOnly(items: readonly { files?: string[]; attachments?: AttachmentInfo[] }[]): void {
+    const keys = new Set([...this.keys, ...items.flatMap((item) => item.files ?? [])]);
+    const ids = new Set([...this.pending.flatMap((item) => (item.done ? [item.done.attachment_id] : [])), ...items.flatMap((item) => item.attachments?.map((a) => a.attachment_id) ?? [])]);
+    this.kept?.keepOnly((file) => keys.has(file.key) || (file.done !== undefined && ids.has(file.done.attachment_id)));
   }
 
   /** Pasted and dropped files (a screenshot pasted in the editor, files dragged in) join the tray. */
@@ -131,19 +190,24 @@ export class AttachmentTray {
       const name = file.name || 'pasted image';
       // Attached again: the chip that asked for it goes.
       for (const item of this.pending.filter((p) => p.unfinished && p.name === name)) this.drop(item);
-      this.addChip(name, (chip) => this.upload(file, chip));
+      const key = newClientId();
+      this.addChip(name, (chip) => this.upload(chip, key, () => fromFile(file)), key);
     }
   }
 
   /** Uploads already made (kept over a reload, or a message's put back) join the tray, ready. */
   restore(attachments: readonly AttachmentInfo[]): void {
     for (const info of attachments) {
-      this.addChip(info.name, (chip) => {
-        chip.dataset.state = 'ready';
-        chip.querySelector('.attachment-state')!.textContent = formatSize(info.size);
-        if (info.kind === 'image') this.showPreview(chip, info);
-        return Promise.resolve(info);
-      });
+      this.addChip(
+        info.name,
+        (chip) => {
+          chip.dataset.state = 'ready';
+          chip.querySelector('.attachment-state')!.textContent = formatSize(info.size);
+          if (info.kind === 'image') this.showPreview(chip, info);
+          return Promise.resolve(info);
+        },
+        this.kept?.byUpload(info.attachment_id)?.key ?? newClientId(),
+      );
     }
   }
 
@@ -168,7 +232,8 @@ export class AttachmentTray {
     const again: AttachmentInfo[] = [];
     const missing: string[] = [];
     for (const attachment of attachments) {
-      const copy = this.copies.get(attachment.attachment_id);
+      const kept = this.kept?.byUpload(attachment.attachment_id);
+      const copy = this.copies.get(attachment.attachment_id) ?? (kept && (await fromKept(kept).catch(ignore)));
       if (!copy) {
         missing.push(attachment.name);
         continue;
@@ -180,6 +245,7 @@ export class AttachmentTray {
       }
       this.copies.delete(attachment.attachment_id);
       this.copies.set(info.attachment_id, copy);
+      if (kept) this.kept?.put(kept.key, { ...kept, done: info });
       this.thumbnails.moved(attachment.attachment_id, info.attachment_id);
       again.push(info);
     }
@@ -188,15 +254,24 @@ export class AttachmentTray {
 
   /** A message carrying these was stored (or refused for good): the page's copies of their bytes go. */
   release(attachments: readonly AttachmentInfo[] | undefined): void {
-    for (const attachment of attachments ?? []) this.copies.delete(attachment.attachment_id);
+    for (const attachment of attachments ?? []) {
+      this.copies.delete(attachment.attachment_id);
+      const kept = this.kept?.byUpload(attachment.attachment_id);
+      if (kept) this.kept?.delete(kept.key);
+    }
   }
 
-  private addChip(name: string, upload: (chip: HTMLElement) => Promise<AttachmentInfo>, unfinished = false): void {
+  /** Files that will not go (failed, removed, their message given up): their kept bytes go. */
+  forget(keys: readonly string[] | undefined): void {
+    for (const key of keys ?? []) this.kept?.delete(key);
+  }
+
+  private addChip(name: string, upload: (chip: HTMLElement) => Promise<AttachmentInfo>, key: string, unfinished = false): void {
     // Unfinished: what to do is on the chip (at 360 px the attach button sits a row below, far from the words).
     const again = unfinished ? h('button', { type: 'button', class: 'attachment-again', onclick: () => this.choose() }, UNFINISHED_AGAIN) : undefined;
     const state = h('span', { class: 'attachment-state' }, ...(again ? [UNFINISHED_WHY, again] : ['preparing…']));
     const chip = h('div', { class: 'attachment-chip', 'data-state': unfinished ? 'failed' : 'uploading' }, h('span', { class: 'attachment-name' }, name), state);
-    const item: Pending = { chip, name, upload: upload(chip), unfinished };
+    const item: Pending = { chip, name, key, upload: upload(chip), unfinished };
     const remove = h('button', { type: 'button', class: 'attachment-remove', 'aria-label': `Remove ${item.name}` }, '×');
     remove.addEventListener('click', () => this.drop(item));
     chip.append(remove);
@@ -209,6 +284,7 @@ export class AttachmentTray {
       },
       () => {
         item.failed = true;
+        this.forget([item.key]);
         this.save();
       },
     );
@@ -248,6 +324,7 @@ export class AttachmentTray {
     item.chip.remove();
     this.element.hidden = this.pending.length === 0;
     this.release(item.done && [item.done]);
+    this.forget([item.key]);
     this.save();
   }
 
@@ -255,25 +332,21 @@ export class AttachmentTray {
     writeKept(
       this.storage,
       TRAY_KEY,
-      this.pending.flatMap((item): KeptChip[] => (item.done ? [item.done] : !item.failed || item.unfinished ? [{ name: item.name, unfinished: true }] : [])),
+      this.pending.flatMap((item): KeptChip[] => (item.done ? [item.done] : !item.failed || item.unfinished ? [{ name: item.name, unfinished: true, key: item.key }] : [])),
     );
   }
 
-  private async upload(file: File, chip: HTMLElement): Promise<AttachmentInfo> {
+  /** A chip's upload: its bytes kept for a reload first (the page may close before it ends), then sent. */
+  private async upload(chip: HTMLElement, key: string, prepare: () => Promise<Prepared>): Promise<AttachmentInfo> {
     const state = chip.querySelector('.attachment-state')!;
     try {
-      const image = isPhoto(file) ? await prepareImage(file) : undefined;
-      const bytes = image?.bytes ?? new Uint8Array(await file.arrayBuffer());
-      const mime = image?.mime ?? (file.type || 'application/octet-stream');
-      // A photo leaves as a JPEG: its name says so.
-      const name = image ? `${(file.name || 'photo').replace(/\.[^.]+$/, '')}.jpg` : file.name || 'file';
-      const preview = image ? `data:${mime};base64,${toBase64(bytes)}` : undefined;
+      const { preview, ...copy } = await prepare();
       if (preview) chip.prepend(h('img', { class: 'attachment-chip-image', src: preview, alt: '' }));
-      const info = await uploadBytes(this.connection, bytes, name, mime, (done) => {
-        state.textContent = `${Math.round((done / bytes.length) * 100)} %`;
+      if (!this.kept?.get(key)) this.kept?.put(key, { name: copy.name, mime: copy.mime, bytes: new Blob([copy.bytes as Uint8Array<ArrayBuffer>]) });
+      const info = await this.uploaded(key, copy, (done) => {
+        state.textContent = `${Math.round((done / copy.bytes.length) * 100)} %`;
       });
       if (preview) this.thumbnails.remember(info.attachment_id, preview);
-      this.copies.set(info.attachment_id, { bytes, name, mime });
       chip.dataset.state = 'ready';
       state.textContent = formatSize(info.size);
       return info;
@@ -283,6 +356,41 @@ export class AttachmentTray {
       throw error;
     }
   }
+
+  /** Uploads a copy; its bytes known by the upload's id from then on (`uploadAgain`), here and kept. */
+  private async uploaded(key: string, copy: Copy, progress: (sent: number) => void): Promise<AttachmentInfo> {
+    const info = await uploadBytes(this.connection, copy.bytes, copy.name, copy.mime, progress);
+    this.copies.set(info.attachment_id, copy);
+    const kept = this.kept?.get(key);
+    if (kept) this.kept?.put(key, { ...kept, done: info });
+    return info;
+  }
+}
+
+/** A chosen file's bytes as they are uploaded: a photo as a JPEG (its name says so), with its thumbnail. */
+async function fromFile(file: File): Promise<Prepared> {
+  const image = isPhoto(file) ? await prepareImage(file) : undefined;
+  const bytes = image?.bytes ?? new Uint8Array(await file.arrayBuffer());
+  const mime = image?.mime ?? (file.type || 'application/octet-stream');
+  const name = image ? `${(file.name || 'photo').replace(/\.[^.]+$/, '')}.jpg` : file.name || 'file';
+  return { bytes, name, mime, preview: image ? `data:${mime};base64,${toBase64(bytes)}` : undefined };
+}
+
+/** A kept file's bytes, read back (an image with its thumbnail). */
+async function fromKept(file: KeptFile): Promise<Prepared> {
+  const bytes = new Uint8Array(await file.bytes.arrayBuffer());
+  return { bytes, name: file.name, mime: file.mime, preview: file.mime.startsWith('image/') ? `data:${file.mime};base64,${toBase64(bytes)}` : undefined };
+}
+
+/** Resolves once the connection is open. */
+function opened(connection: ServiceConnection): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = connection.onState(({ state }) => {
+      if (state !== 'open') return;
+      queueMicrotask(() => stop());
+      resolve();
+    });
+  });
 }
 
 /** Uploads bytes in chunks (attachment_begin, attachment_chunk in order, attachment_end). */

@@ -28,6 +28,8 @@ export interface OutboxItem {
    * are done (`uploaded`). Found so at a page's start, their bytes went with the page before (`takeUnfinished`).
    */
   uploading?: string[];
+  /** Where the bytes of its `uploading` files are kept for a reload (KeptFiles), in their order. */
+  files?: string[];
 }
 
 const KEY = 'remote-assistant.outbox';
@@ -86,21 +88,22 @@ export class Outbox {
     const item = this.items.find((old) => old.client_message_id === clientMessageId);
     if (!item) return undefined;
     delete item.uploading;
+    delete item.files;
     if (attachments.length > 0) item.attachments = attachments;
     this.save();
     return item;
   }
 
   /**
-   * At a page's start: the messages whose files were still uploading when the page before closed (their bytes went
-   * with it, they cannot go as written), each with those typed after it where it goes (they waited for it, never
-   * sent), taken out in order. Messages elsewhere stay.
+   * At a page's start: the messages whose files were still uploading when the page before closed and whose bytes went
+   * with it (not `kept`: they cannot go as written), each with those typed after it where it goes (they waited for it,
+   * never sent), taken out in order. Messages elsewhere stay.
    */
-  takeUnfinished(): OutboxItem[] {
+  takeUnfinished(kept: (item: OutboxItem) => boolean): OutboxItem[] {
     const places = new Set<string | undefined>();
     const taken = this.items.filter((item) => {
       const place = item.conversation_id ?? item.draft;
-      if (item.uploading) places.add(place);
+      if (item.uploading && !kept(item)) places.add(place);
       return places.has(place);
     });
     if (taken.length === 0) return taken;

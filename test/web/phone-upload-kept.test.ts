@@ -1,0 +1,173 @@
+/**
+ * A message's files survive a reload of the phone page (s36, idb36; docs/design.md "A message's files kept over a
+ * reload"), in Debian's chromium against the phone rig (the service with the fake OpenAI provider). The file's chunks
+ * are kept from the computer by the page's routed socket, so its upload still goes when the page reloads: its bytes
+ * kept in IndexedDB, the message goes as written after the reload, nothing typed again, and the bytes go once it is
+ * answered. The store deleted or too small to write in: upload36's put-back, with its note. queue35's upload again
+ * after a `not_found` works after a reload too. Runs after `node esbuild.mjs`.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { downloadAttachment } from '../helpers/attachments';
+import { saveScreens } from '../helpers/phone-screens';
+import { TestClient } from '../helpers/ws-client';
+import {
+  keptFileKeys,
+  pageUploads,
+  pushOutUpload,
+  reloadPhone,
+  routedPhone,
+  sendMessage,
+  startConversation,
+  startPhoneRig,
+  storedUserMessages,
+  waitUntil,
+  type PhoneRig,
+  type RoutedFrames,
+} from '../helpers/phone-rig';
+
+const SHOWN = '.machine-view:not([hidden])';
+let rig: PhoneRig;
+
+before(async () => {
+  rig = await startPhoneRig();
+});
+
+after(async () => {
+  await rig?.close();
+});
+
+/** Attaches leak-notes.txt, its chunks held, and sends two messages (the second waits behind the first): both drawn waiting. */
+async function sendWhileUploading(page: Page, frames: RoutedFrames, words: string): Promise<void> {
+  frames.hold = (frame) => frame.includes('"attachment_chunk"');
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'leak-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(words) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
+  await sendMessage(page, 'Here is what I saw under the sink');
+  await sendMessage(page, 'Is the pipe or the tap leaking?');
+  await waitUntil(() => frames.held.length > 0, 'the file’s chunk');
+  await page.locator(`${SHOWN} .message.user.pending`).nth(1).waitFor();
+  frames.hold = undefined;
+  frames.held.length = 0;
+}
+
+/** Waits until the page keeps `count` files' bytes. */
+async function keptCount(page: Page, count: number): Promise<void> {
+  for (let i = 0; i < 100 && (await keptFileKeys(page)).length !== count; i++) await page.waitForTimeout(50);
+  assert.equal((await keptFileKeys(page)).length, count, `the page keeps ${count} file(s)`);
+}
+
+test('a message sent while its file uploads goes as written after a reload, its file uploaded from the kept bytes, which then go', async () => {
+  const { phone, frames } = await routedPhone(rig);
+  const { page } = phone;
+  await startConversation(rig, page, 'A conversation about the leak');
+  const words = `leak ${randomUUID()}\n`;
+  await sendWhileUploading(page, frames, words);
+  await keptCount(page, 1);
+
+  await reloadPhone(page);
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: Is the pipe or the tap leaking?' }).waitFor();
+  assert.equal(await page.locator(`${SHOWN} .composer-input`).inputValue(), '', 'nothing to type again');
+  assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent|Not attached/);
+  assert.equal(await page.locator(`${SHOWN} .attachment-chip[data-state="failed"]`).count(), 0);
+  const stored = await storedUserMessages(rig, page);
+  assert.deepEqual(
+    stored.map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
+    [
+      ['A conversation about the leak', []],
+      ['Here is what I saw under the sink', ['leak-notes.txt']],
+      ['Is the pipe or the tap leaking?', []],
+    ],
+    'sent once each, in order, the first with its file',
+  );
+  const client = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  const bytes = await downloadAttachment((frame) => client.request(frame), stored[1].attachments![0].attachment_id);
+  client.close();
+  assert.equal(bytes.toString(), words, 'the file as attached');
+  assert.equal(pageUploads(phone).length, 1, 'one upload finished: the one after the reload');
+  await saveScreens(page, 'upload-kept-sent');
+  await keptCount(page, 0);
+  await reloadPhone(page);
+  assert.equal(await page.locator(`${SHOWN} .pending-note`).count(), 0, 'nothing waits');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('the kept bytes deleted before the reload (the store gone): the message comes back to the box with its note, nothing lost', async () => {
+  const { phone, frames } = await routedPhone(rig);
+  const { page } = phone;
+  await startConversation(rig, page, 'A conversation about the drain');
+  await sendWhileUploading(page, frames, `drain ${randomUUID()}\n`);
+  await keptCount(page, 1);
+  await page.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const gone = indexedDB.deleteDatabase('remote-assistant.files');
+        gone.onsuccess = resolve;
+        gone.onerror = reject;
+      }),
+  );
+
+  await reloadPhone(page);
+  await putBack(page);
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('storage too small to keep the file (a quota forced small): the message comes back to the box with its note, nothing lost', async () => {
+  const { phone, frames } = await routedPhone(rig, async (page) => {
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin: rig.site.url, quotaSize: 1024 });
+  });
+  const { page } = phone;
+  await startConversation(rig, page, 'A conversation about the drain');
+  // Larger than the quota: IndexedDB refuses it.
+  await sendWhileUploading(page, frames, `drain ${randomUUID()} ${'x'.repeat(64 * 1024)}\n`);
+  await page.waitForTimeout(300);
+  assert.deepEqual(await keptFileKeys(page), [], 'not kept');
+
+  await reloadPhone(page);
+  await putBack(page);
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+/** upload36's put-back: both texts in the box, the file on a failed chip, the note, nothing sent. */
+async function putBack(page: Page): Promise<void> {
+  assert.equal(await page.locator(`${SHOWN} .composer-input`).inputValue(), 'Here is what I saw under the sink\n\nIs the pipe or the tap leaking?');
+  assert.match(await page.locator(`${SHOWN} .attachment-chip[data-state="failed"]`).innerText(), /leak-notes\.txt[\s\S]*attach it again/);
+  assert.match(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent: leak-notes\.txt was still uploading when the page closed[^\n]*Attach leak-notes\.txt again/);
+  assert.equal(await page.locator(`${SHOWN} .message.user.pending`).count(), 0, 'nothing drawn waiting');
+  assert.equal((await storedUserMessages(rig, page)).length, 1, 'nothing of it reached the computer');
+}
+
+test('after a reload, a message whose upload the computer let go is uploaded again from the kept bytes and sent with its file', async () => {
+  const { phone, frames } = await routedPhone(rig);
+  const { page } = phone;
+  await startConversation(rig, page, 'A conversation for the plan');
+  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'plan.txt', mimeType: 'text/plain', buffer: Buffer.from(`plan ${randomUUID()}\n`) });
+  await page.locator(`${SHOWN} .attachment-chip[data-state="ready"]`).waitFor();
+  // The chat never reaches the computer before the reload (as if sent offline); meanwhile its upload is let go.
+  frames.hold = (frame) => frame.includes('"type":"chat"');
+  await sendMessage(page, 'Here is the plan');
+  await waitUntil(() => frames.held.length > 0, 'the chat');
+  await pushOutUpload(rig, pageUploads(phone)[0]);
+  frames.hold = undefined;
+  frames.held.length = 0;
+
+  await reloadPhone(page);
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: Here is the plan' }).waitFor();
+  assert.deepEqual(
+    (await storedUserMessages(rig, page)).map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
+    [
+      ['A conversation for the plan', []],
+      ['Here is the plan', ['plan.txt']],
+    ],
+  );
+  assert.equal(pageUploads(phone).length, 2, 'uploaded again after the reload');
+  assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent/);
+  await keptCount(page, 0);
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

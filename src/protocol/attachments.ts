@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { command } from './command-frame';
 import { displayNameField } from './display-name-field';
 import { lazySchema } from './lazy-schema';
+import { MAX_ATTACHMENT_BYTES } from './attachment-limit';
 
 /**
  * Attachments (docs/protocol.md, "Attachments"): a file is uploaded in chunks small enough for any
@@ -11,8 +12,8 @@ import { lazySchema } from './lazy-schema';
 
 /** Bytes of one chunk (its base64 is 512 KiB: with the envelope and the tunnel's encryption a frame stays well under 1 MiB). */
 export const ATTACHMENT_CHUNK_BYTES = 384 * 1024;
-/** The largest file. */
-export const MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024;
+/** The largest file (its own module: the phone page reads it without this module's schemas). */
+export { MAX_ATTACHMENT_BYTES };
 /** Declared bytes of unfinished uploads one user (source and credential kind) may have at once. */
 export const MAX_UPLOAD_BYTES_PER_USER = 60 * 1024 * 1024;
 /** Declared bytes of all unfinished uploads at once (they are held in memory until `attachment_end`). */

@@ -66,7 +66,15 @@ test('a message sent while its file uploads goes as written after a reload, its 
   await sendWhileUploading(page, frames, words);
   await keptCount(page, 1);
 
+  // After the reload its upload is held once more, to see the page meanwhile.
+  frames.hold = (frame) => frame.includes('"attachment_chunk"');
   await reloadPhone(page);
+  await waitUntil(() => frames.held.length > 0, 'the file’s chunk, uploaded again');
+  assert.equal(await page.locator(`${SHOWN} .message.user.pending`).count(), 2, 'both drawn waiting');
+  assert.equal(await page.locator(`${SHOWN} .message.user.pending .upload-note`).innerText(), 'uploading leak-notes.txt…', 'its file said uploading under it');
+  await saveScreens(page, 'upload-kept-resuming');
+  frames.hold = undefined;
+  frames.release();
   await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: Is the pipe or the tap leaking?' }).waitFor();
   assert.equal(await page.locator(`${SHOWN} .composer-input`).inputValue(), '', 'nothing to type again');
   assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent|Not attached/);

@@ -6,7 +6,7 @@
  * storage full, too large): a reload puts the message back to attach again (AttachmentTray, App.putBackUnfinished).
  */
 import type { AttachmentInfo } from '../../protocol';
-import { MAX_ATTACHMENT_BYTES } from '../../protocol/attachments';
+import { MAX_ATTACHMENT_BYTES } from '../../protocol/attachment-limit';
 
 /** A kept file: its bytes, and its upload once finished (`done`). */
 export interface KeptFile {

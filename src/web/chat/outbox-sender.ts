@@ -123,7 +123,11 @@ export class OutboxSender {
     const { current, draft } = this.deps.screen();
     for (const item of this.deps.outbox.all) {
       const here = item.conversation_id ? item.conversation_id === current : !current && item.draft === draft;
-      if (here && !storedIds.has(item.client_message_id)) this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
+      if (!here || storedIds.has(item.client_message_id)) continue;
+      const bubble = this.addPendingBubble(item);
+      // Its files uploading again after a reload, from their kept bytes (the tray shows those of a Send): said under it, online too.
+      if (item.uploading) bubble.append(h('div', { class: 'message-note upload-note' }, `uploading ${item.uploading.join(', ')}…`));
+      this.pendingBubbles.set(item.client_message_id, bubble);
     }
   }
 
@@ -187,6 +191,7 @@ export class OutboxSender {
 
   /** Its bubble (drawn now, or `drawn` once its files are uploaded): its files under it, the note last. */
   private addPendingBubble(item: OutboxItem, drawn = this.drawWaiting(item.text, item.context)): HTMLElement {
+    drawn.querySelector(':scope > .upload-note')?.remove();
     this.deps.thumbnails.show(drawn, item.attachments);
     drawn.dataset.clientMessageId = item.client_message_id;
     // The note last, under the files.

@@ -297,3 +297,26 @@ export function keptFileKeys(page: Page): Promise<string[]> {
       }),
   );
 }
+
+/** Waits (at most 5 s) until the page keeps `count` files' bytes for a reload. */
+export async function waitForKeptFiles(page: Page, count: number): Promise<void> {
+  for (let i = 0; i < 100 && (await keptFileKeys(page)).length !== count; i++) await page.waitForTimeout(50);
+  assert.equal((await keptFileKeys(page)).length, count, `the page keeps ${count} file(s)`);
+}
+
+/**
+ * On a routed phone: attaches leak-notes.txt holding `words`, its chunks kept from the computer, and sends two
+ * messages (the second waits behind the first); returns once both are drawn waiting, the upload still going.
+ */
+export async function sendWhileUploading(page: Page, frames: RoutedFrames, words: string): Promise<void> {
+  const shown = '.machine-view:not([hidden])';
+  frames.hold = (frame) => frame.includes('"attachment_chunk"');
+  await page.locator(`${shown} .attach-input`).setInputFiles({ name: 'leak-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(words) });
+  await page.locator(`${shown} .attachment-chip[data-state="uploading"]`).waitFor();
+  await sendMessage(page, 'Here is what I saw under the sink');
+  await sendMessage(page, 'Is the pipe or the tap leaking?');
+  await waitUntil(() => frames.held.length > 0, 'the file’s chunk');
+  await page.locator(`${shown} .message.user.pending`).nth(1).waitFor();
+  frames.hold = undefined;
+  frames.held.length = 0;
+}

@@ -18,7 +18,7 @@ import { saveScreens } from '../helpers/phone-screens';
 import {
   attachTextFile,
   busyConversation,
-  keptFileKeys,
+  waitForKeptFiles,
   queueForReload,
   routedPhone,
   reloadPhone,
@@ -270,7 +270,7 @@ test('a file still uploading when the page closes finishes uploading by itself a
   await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'big-photo-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(`${words}\n`) });
   await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
   await page.waitForFunction(() => !!Object.keys(localStorage).find((k) => k.endsWith('/remote-assistant.tray') && localStorage.getItem(k)?.includes('big-photo-notes.txt')));
-  for (let i = 0; i < 100 && (await keptFileKeys(page)).length === 0; i++) await page.waitForTimeout(50);
+  await waitForKeptFiles(page, 1);
   frames.hold = undefined;
   frames.held.length = 0;
   await reload(page);
@@ -284,8 +284,7 @@ test('a file still uploading when the page closes finishes uploading by itself a
   assert.ok(await modelReads('big-photo-notes.txt', words), 'the model read the file');
   await reload(page);
   assert.equal(await page.locator(`${SHOWN} .attachment-chip`).count(), 0, 'sent: the tray is empty');
-  for (let i = 0; i < 100 && (await keptFileKeys(page)).length > 0; i++) await page.waitForTimeout(50);
-  assert.deepEqual(await keptFileKeys(page), [], 'sent: its bytes are not kept');
+  await waitForKeptFiles(page, 0);
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });

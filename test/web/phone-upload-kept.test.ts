@@ -24,8 +24,9 @@ import {
   startPhoneRig,
   storedUserMessages,
   waitUntil,
+  sendWhileUploading,
+  waitForKeptFiles,
   type PhoneRig,
-  type RoutedFrames,
 } from '../helpers/phone-rig';
 
 const SHOWN = '.machine-view:not([hidden])';
@@ -39,32 +40,13 @@ after(async () => {
   await rig?.close();
 });
 
-/** Attaches leak-notes.txt, its chunks held, and sends two messages (the second waits behind the first): both drawn waiting. */
-async function sendWhileUploading(page: Page, frames: RoutedFrames, words: string): Promise<void> {
-  frames.hold = (frame) => frame.includes('"attachment_chunk"');
-  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'leak-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(words) });
-  await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
-  await sendMessage(page, 'Here is what I saw under the sink');
-  await sendMessage(page, 'Is the pipe or the tap leaking?');
-  await waitUntil(() => frames.held.length > 0, 'the file’s chunk');
-  await page.locator(`${SHOWN} .message.user.pending`).nth(1).waitFor();
-  frames.hold = undefined;
-  frames.held.length = 0;
-}
-
-/** Waits until the page keeps `count` files' bytes. */
-async function keptCount(page: Page, count: number): Promise<void> {
-  for (let i = 0; i < 100 && (await keptFileKeys(page)).length !== count; i++) await page.waitForTimeout(50);
-  assert.equal((await keptFileKeys(page)).length, count, `the page keeps ${count} file(s)`);
-}
-
 test('a message sent while its file uploads goes as written after a reload, its file uploaded from the kept bytes, which then go', async () => {
   const { phone, frames } = await routedPhone(rig);
   const { page } = phone;
   await startConversation(rig, page, 'A conversation about the leak');
   const words = `leak ${randomUUID()}\n`;
   await sendWhileUploading(page, frames, words);
-  await keptCount(page, 1);
+  await waitForKeptFiles(page, 1);
 
   // After the reload its upload is held once more, to see the page meanwhile.
   frames.hold = (frame) => frame.includes('"attachment_chunk"');
@@ -95,7 +77,7 @@ test('a message sent while its file uploads goes as written after a reload, its 
   assert.equal(bytes.toString(), words, 'the file as attached');
   assert.equal(pageUploads(phone).length, 1, 'one upload finished: the one after the reload');
   await saveScreens(page, 'upload-kept-sent');
-  await keptCount(page, 0);
+  await waitForKeptFiles(page, 0);
   await reloadPhone(page);
   assert.equal(await page.locator(`${SHOWN} .pending-note`).count(), 0, 'nothing waits');
   assert.deepEqual(phone.errors, []);
@@ -107,7 +89,7 @@ test('the kept bytes deleted before the reload (the store gone): the message com
   const { page } = phone;
   await startConversation(rig, page, 'A conversation about the drain');
   await sendWhileUploading(page, frames, `drain ${randomUUID()}\n`);
-  await keptCount(page, 1);
+  await waitForKeptFiles(page, 1);
   await page.evaluate(
     () =>
       new Promise((resolve, reject) => {
@@ -175,7 +157,7 @@ test('after a reload, a message whose upload the computer let go is uploaded aga
   );
   assert.equal(pageUploads(phone).length, 2, 'uploaded again after the reload');
   assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent/);
-  await keptCount(page, 0);
+  await waitForKeptFiles(page, 0);
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { saveScreens } from '../helpers/phone-screens';
 import { TestClient } from '../helpers/ws-client';
-import { reloadPhone, routedPhone, sendMessage, startConversation, startPhoneRig, storedUserMessages, waitUntil, withoutIndexedDB, type PhoneRig } from '../helpers/phone-rig';
+import { reloadPhone, routedPhone, sendMessage, startConversation, startPhoneRig, storedUserMessages, sendWhileUploading, waitUntil, withoutIndexedDB, type PhoneRig } from '../helpers/phone-rig';
 
 const SHOWN = '.machine-view:not([hidden])';
 let rig: PhoneRig;
@@ -30,17 +30,9 @@ test('a message sent while its file still uploads comes back to the box after a 
   const { phone, frames } = await routedPhone(rig, withoutIndexedDB);
   const { page } = phone;
   await startConversation(rig, page, 'A conversation about the leak');
-  // The photo's chunks kept from the computer: its upload still goes when the page reloads.
-  frames.hold = (frame) => frame.includes('"attachment_chunk"');
+  // The file's chunks kept from the computer: its upload still goes when the page reloads.
   const words = `leak ${randomUUID()}\n`;
-  await page.locator(`${SHOWN} .attach-input`).setInputFiles({ name: 'leak-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(words) });
-  await page.locator(`${SHOWN} .attachment-chip[data-state="uploading"]`).waitFor();
-  await sendMessage(page, 'Here is what I saw under the sink');
-  await sendMessage(page, 'Is the pipe or the tap leaking?');
-  await waitUntil(() => frames.held.length > 0, 'the file’s chunk');
-  await page.locator(`${SHOWN} .message.user.pending`).nth(1).waitFor();
-  frames.hold = undefined;
-  frames.held.length = 0;
+  await sendWhileUploading(page, frames, words);
 
   await reloadPhone(page);
   const box = page.locator(`${SHOWN} .composer-input`);

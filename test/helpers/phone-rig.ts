@@ -278,21 +278,21 @@ export async function withoutIndexedDB(page: Page): Promise<void> {
   await page.addInitScript('Object.defineProperty(window, "indexedDB", { value: undefined, configurable: true });');
 }
 
-/** The keys of the files the page keeps for a reload (IndexedDB, src/web/chat/kept-files.ts); the page opened it first. */
-export function keptFileKeys(page: Page): Promise<string[]> {
+/** The files the page keeps for a reload (IndexedDB, src/web/chat/kept-files.ts), each with its machine; the page opened it first. */
+export function keptFiles(page: Page): Promise<{ key: string; machine: string; name: string }[]> {
   return page.evaluate(
     () =>
-      new Promise<string[]>((resolve, reject) => {
+      new Promise<{ key: string; machine: string; name: string }[]>((resolve, reject) => {
         const open = indexedDB.open('remote-assistant.files');
         open.onerror = () => reject(open.error);
         open.onsuccess = () => {
           const db = open.result;
-          const keys = db.transaction('files').objectStore('files').getAllKeys();
-          keys.onsuccess = () => {
+          const all = db.transaction('files').objectStore('files').getAll();
+          all.onsuccess = () => {
             db.close();
-            resolve(keys.result.map(String));
+            resolve((all.result as { key: string; machine: string; name: string }[]).map(({ key, machine, name }) => ({ key, machine, name })));
           };
-          keys.onerror = () => reject(keys.error);
+          all.onerror = () => reject(all.error);
         };
       }),
   );
@@ -300,8 +300,8 @@ export function keptFileKeys(page: Page): Promise<string[]> {
 
 /** Waits (at most 5 s) until the page keeps `count` files' bytes for a reload. */
 export async function waitForKeptFiles(page: Page, count: number): Promise<void> {
-  for (let i = 0; i < 100 && (await keptFileKeys(page)).length !== count; i++) await page.waitForTimeout(50);
-  assert.equal((await keptFileKeys(page)).length, count, `the page keeps ${count} file(s)`);
+  for (let i = 0; i < 100 && (await keptFiles(page)).length !== count; i++) await page.waitForTimeout(50);
+  assert.equal((await keptFiles(page)).length, count, `the page keeps ${count} file(s)`);
 }
 
 /**

@@ -19,6 +19,7 @@ import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { RELAY_TOKEN, startRelay, type RunningRelay } from '../helpers/relay-link-harness';
 import { startService, type RunningService } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
+import { keptFiles, waitForKeptFiles } from '../helpers/phone-rig';
 import { TestClient } from '../helpers/ws-client';
 
 const MEDIA = resolve('media');
@@ -301,6 +302,42 @@ test("through the relay: a phone that knows only A adds B from B's pasted relay 
     [b, before.b],
   ] as const)
     for (const id of await deviceIds(m)) if (!known.includes(id)) await m.lan.request({ type: 'revoke_device', device_id: id });
+});
+
+test("a file attached on B is kept under B: a reload with A shown keeps it (A's start deletes none of B's), B's tray has it, and its × deletes it", async () => {
+  await openPanel();
+  await machineRow(b).locator('.machine-select').click();
+  await view(b).waitFor({ state: 'visible' });
+  await view(b)
+    .locator('.attach-input')
+    .setInputFiles({ name: 'b-notes.txt', mimeType: 'text/plain', buffer: Buffer.from('notes for B\n') });
+  await view(b).locator('.attachment-chip[data-state="ready"]').waitFor();
+  await waitForKeptFiles(page, 1);
+  assert.deepEqual(
+    (await keptFiles(page)).map((f) => [f.machine, f.name]),
+    [[b.id, 'b-notes.txt']],
+    'kept under B',
+  );
+  await openPanel();
+  await machineRow(a).locator('.machine-select').click();
+  await view(a).waitFor({ state: 'visible' });
+  await page.reload();
+  await view(a).locator('.connection[data-state="open"]').waitFor();
+  await view(b).locator('.attachment-chip[data-state="ready"]', { hasText: 'b-notes.txt' }).waitFor({ state: 'attached' });
+  assert.equal(await view(a).locator('.attachment-chip').count(), 0, "not in A's tray");
+  assert.deepEqual(
+    (await keptFiles(page)).map((f) => f.name),
+    ['b-notes.txt'],
+    "still kept after A's start",
+  );
+  await openPanel();
+  await machineRow(b).locator('.machine-select').click();
+  await view(b).locator('.attachment-remove').click();
+  await waitForKeptFiles(page, 0);
+  await openPanel();
+  await machineRow(a).locator('.machine-select').click();
+  await view(a).waitFor({ state: 'visible' });
+  assert.deepEqual(pageErrors, []);
 });
 
 test('B stops: the switcher shows it offline while A keeps working', async () => {

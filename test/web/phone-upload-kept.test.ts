@@ -14,7 +14,7 @@ import { downloadAttachment } from '../helpers/attachments';
 import { saveScreens } from '../helpers/phone-screens';
 import { TestClient } from '../helpers/ws-client';
 import {
-  keptFileKeys,
+  keptFiles,
   pageUploads,
   pushOutUpload,
   reloadPhone,
@@ -115,7 +115,7 @@ test('storage too small to keep the file (a quota forced small): the message com
   // Larger than the quota: IndexedDB refuses it.
   await sendWhileUploading(page, frames, `drain ${randomUUID()} ${'x'.repeat(64 * 1024)}\n`);
   await page.waitForTimeout(300);
-  assert.deepEqual(await keptFileKeys(page), [], 'not kept');
+  assert.deepEqual(await keptFiles(page), [], 'not kept');
 
   await reloadPhone(page);
   await putBack(page);

@@ -161,3 +161,35 @@ test('after a reload, a message whose upload the computer let go is uploaded aga
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
+
+test('the connection lost again while the kept file uploads after the reload: once back, the message still goes with its file', async () => {
+  const { phone, frames } = await routedPhone(rig);
+  const { page } = phone;
+  await startConversation(rig, page, 'A conversation about the valve');
+  await sendWhileUploading(page, frames, `valve ${randomUUID()}\n`);
+  await waitForKeptFiles(page, 1);
+  // After the reload, the computer's answer to the file's first attachment_begin is lost with the connection.
+  let dropped = false;
+  frames.onAnswer = (frame, route, server) => {
+    if (dropped || !frame.includes('"chunk_size"')) return false;
+    dropped = true;
+    void route.close({ code: 1001, reason: 'gone' });
+    void server.close({ code: 1001, reason: 'gone' });
+    return true;
+  };
+  await page.reload();
+  await waitUntil(() => dropped, 'the upload’s begin answered and the connection dropped');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: Is the pipe or the tap leaking?' }).waitFor({ timeout: 30_000 });
+  assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent|Not attached/);
+  assert.deepEqual(
+    (await storedUserMessages(rig, page)).map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
+    [
+      ['A conversation about the valve', []],
+      ['Here is what I saw under the sink', ['leak-notes.txt']],
+      ['Is the pipe or the tap leaking?', []],
+    ],
+  );
+  await waitForKeptFiles(page, 0);
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

@@ -48,6 +48,8 @@ interface Copy {
 type Prepared = Copy & { preview?: string };
 
 const TRAY_KEY = 'remote-assistant.tray';
+/** How many times a message's kept file is uploaded after a reload before the message goes without it. */
+const RESUME_TRIES = 3;
 
 /** The pictures and files chosen for the next message, uploading while the user types. */
 export class AttachmentTray {
@@ -135,17 +137,18 @@ export class AttachmentTray {
    * that finished before are not uploaded again): what `take` gives.
    */
   async resume(names: readonly string[], keys: readonly string[]): Promise<{ attachments: AttachmentInfo[]; failed: string[] }> {
-    await opened(this.connection);
     const attachments: AttachmentInfo[] = [];
     const failed: string[] = [];
     for (const [i, key] of keys.entries()) {
       const file = this.kept?.get(key);
-      const info =
-        file &&
-        (file.done ??
-          (await fromKept(file)
-            .then((copy) => this.uploaded(key, copy, ignore))
-            .catch(ignore)));
+      let info = file?.done;
+      // The connection lost again meanwhile (a phone just back): tried again once it returns, RESUME_TRIES times in all.
+      for (let tries = 0; file && !info && tries < RESUME_TRIES; tries++) {
+        await opened(this.connection);
+        info = await fromKept(file)
+          .then((copy) => this.uploaded(key, copy, ignore))
+          .catch(ignore);
+      }
       if (info) attachments.push(info);
       else {
         failed.push(names[i]);

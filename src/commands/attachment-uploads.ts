@@ -104,11 +104,15 @@ export class AttachmentUploads {
     }
     const image = imageTypeOf(bytes);
     const info: AttachmentInfo = { attachment_id: upload.id, name: upload.name, mime: image ?? upload.mime, kind: image ? 'image' : 'file', size: upload.size };
-    // Held from blob collection until its row is written (a deletion's collection must not take the bytes meanwhile).
-    await this.store.blobs.holding(async (put) => {
-      await put(bytes);
-      await this.store.attachments.add({ id: upload.id, hash: upload.sha256, name: info.name, mime: info.mime, kind: info.kind, size: info.size, uploader, created_at: new Date().toISOString() });
-    });
+    // Held from blob collection until its row is written (a deletion's collection must not take the bytes meanwhile);
+    // written even when stored, so the answer's time does not tell the uploader another person stored these bytes.
+    await this.store.blobs.holding(
+      async (put) => {
+        await put(bytes);
+        await this.store.attachments.add({ id: upload.id, hash: upload.sha256, name: info.name, mime: info.mime, kind: info.kind, size: info.size, uploader, created_at: new Date().toISOString() });
+      },
+      { writeEvenIfStored: true },
+    );
     await this.keepNewestUnsent(uploader);
     return info;
   }

@@ -167,6 +167,12 @@ export async function queueForReload(page: Page, items: Record<string, unknown>[
   }, JSON.stringify(items));
 }
 
+/** Waits (at most 10 s) until `done`, as seen by the test (frames a routed phone kept back, say). */
+export async function waitUntil(done: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.ok(done(), `waited 10 s for ${what}`);
+}
+
 /** A user message as the computer stored it, with what it carries. */
 export interface StoredUserMessage {
   content: string;

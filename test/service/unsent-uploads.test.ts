@@ -9,32 +9,17 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { unsentBeyondBound } from '../../src/commands/attachment-uploads';
 import { MAX_UNSENT_ATTACHMENTS } from '../../src/protocol';
 import { BLOBS_DIR_NAME } from '../../src/store/blob-store';
 import { downloadAttachment, sha256, uploadAttachment } from '../helpers/attachments';
-import { passwordUsers, sessionClient } from '../helpers/service';
-import { useService } from '../helpers/service-fixture';
+import { sessionClient } from '../helpers/service';
 import type { TestClient } from '../helpers/ws-client';
+import { TWO_PEOPLE_PASSWORD, useTwoPeople } from '../helpers/two-people';
 
 type Frame = Record<string, unknown>;
-const PASSWORD = 'correct horse battery staple';
-let ada: TestClient | undefined;
-let bob: TestClient | undefined;
-
-const svc = useService({
-  workspace: true,
-  config: async () => ({ model: 'fake-model', users: await passwordUsers(PASSWORD, 'ada', 'bob') }),
-  afterStart: async (started) => {
-    ada = await sessionClient(started, 'ada', PASSWORD);
-    bob = await sessionClient(started, 'bob', PASSWORD);
-  },
-});
-after(() => {
-  ada?.close();
-  bob?.close();
-});
+const { svc, ada, bob } = useTwoPeople({ workspace: true });
 
 const requestOf = (client: TestClient) => (frame: Frame) => client.request(frame);
 const blobPresent = (bytes: Buffer) => {
@@ -57,33 +42,33 @@ test('attack: a password user piling up uploads it never sends keeps only its ne
   const owner = await svc.client();
   const shared = unique('sent and uploaded again');
   // Another person's unsent upload, and the owner's: not ada's to push out.
-  const bobs = await upload(bob!, unique('bob'), 'bob.txt');
+  const bobs = await upload(bob(), unique('bob'), 'bob.txt');
   const owners = await upload(owner, unique('owner'), 'owner.txt');
   // ada sends one (a message carries it), then uploads the same bytes again and never sends them.
-  const sent = await upload(ada!, shared, 'sent.txt');
+  const sent = await upload(ada(), shared, 'sent.txt');
   svc.fake.script({ text: 'Read it.' });
-  const chat = await ada!.request({ type: 'chat', message: 'see attached', attachments: [sent] });
+  const chat = await ada().request({ type: 'chat', message: 'see attached', attachments: [sent] });
   assert.equal(chat.status, 'ok', JSON.stringify(chat));
-  const again = await upload(ada!, shared, 'again.txt');
+  const again = await upload(ada(), shared, 'again.txt');
   const firstBytes = unique('first unsent');
-  const first = await upload(ada!, firstBytes, 'first.txt');
+  const first = await upload(ada(), firstBytes, 'first.txt');
 
   const newest: string[] = [];
-  for (let i = 0; i < MAX_UNSENT_ATTACHMENTS; i++) newest.push(await upload(ada!, unique(`pile ${i}`), `pile-${i}.txt`));
+  for (let i = 0; i < MAX_UNSENT_ATTACHMENTS; i++) newest.push(await upload(ada(), unique(`pile ${i}`), `pile-${i}.txt`));
 
   for (const id of [again, first]) {
-    const read = await ada!.request({ type: 'get_attachment', attachment_id: id, offset: 0 });
+    const read = await ada().request({ type: 'get_attachment', attachment_id: id, offset: 0 });
     assert.equal(read.code, 'not_found', `the older unsent upload ${id} is dropped: ${JSON.stringify(read)}`);
   }
   assert.equal(await blobPresent(firstBytes), false, 'its bytes are gone from the blob store');
   assert.equal(await blobPresent(shared), true, 'bytes a sent message still carries stay');
   assert.deepEqual(await downloadAttachment(requestOf(owner), sent), shared, 'the sent attachment reads as before');
-  for (const id of newest) assert.equal((await ada!.request({ type: 'get_attachment', attachment_id: id, offset: 0 })).status, 'ok', 'the newest are kept');
-  assert.equal((await bob!.request({ type: 'get_attachment', attachment_id: bobs, offset: 0 })).status, 'ok', "bob's upload is untouched");
+  for (const id of newest) assert.equal((await ada().request({ type: 'get_attachment', attachment_id: id, offset: 0 })).status, 'ok', 'the newest are kept');
+  assert.equal((await bob().request({ type: 'get_attachment', attachment_id: bobs, offset: 0 })).status, 'ok', "bob's upload is untouched");
   assert.equal((await owner.request({ type: 'get_attachment', attachment_id: owners, offset: 0 })).status, 'ok', "the owner's upload is untouched");
   // The newest may still be sent.
   svc.fake.script({ text: 'Read them.' });
-  const later = await ada!.request({ type: 'chat', message: 'these', attachments: newest.slice(-2) });
+  const later = await ada().request({ type: 'chat', message: 'these', attachments: newest.slice(-2) });
   assert.equal(later.status, 'ok', JSON.stringify(later));
   owner.close();
 });
@@ -92,7 +77,7 @@ test('attack: uploads from many sockets at once (their collections overlapping) 
   // Each finished upload drops the person's oldest unsent one and collects its bytes; with 32 sockets the
   // collections overlapped without a gap, and a blob put while any ran was left by all: 444 of 960 uploads'
   // blobs stayed where the bound is 20 (s36, review36; blob-collect-slices.test has the race alone).
-  const sockets = await Promise.all(Array.from({ length: 24 }, () => sessionClient(svc, 'ada', PASSWORD)));
+  const sockets = await Promise.all(Array.from({ length: 24 }, () => sessionClient(svc, 'ada', TWO_PEOPLE_PASSWORD)));
   const sent: Buffer[] = [];
   try {
     await Promise.all(

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { BlobDamagedError, BlobStore } from '../../src/store/blob-store';
 import type { BlobReferences } from '../../src/store/blob-guard';
 import { openStore } from '../../src/store/index';
+import { datasyncGate } from '../helpers/datasync-gate';
 import { spawnStoreChild, tempDir } from '../helpers/store-utils';
 
 const sha256 = (bytes: Uint8Array | string) => createHash('sha256').update(bytes).digest('hex');
@@ -50,6 +52,46 @@ test('the same content is stored once; a collection with no row referring to it 
   assert.deepEqual(await blobs.collect(noRows, [a.hash]), { removed: 0, bytes: 0 });
   assert.equal(await blobs.get(a.hash), undefined);
   assert.equal(await blobs.has(a.hash), false);
+});
+
+test('writeEvenIfStored: bytes already stored cost the syncs of new bytes (an upload, s36 dedup36); a plain put of them writes nothing', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  const blobs = await BlobStore.open(dir);
+  const syncs = await datasyncGate(t);
+  const syncsOf = async (put: () => Promise<unknown>) => {
+    const at = syncs.count();
+    await put();
+    return syncs.count() - at;
+  };
+  const evenIfStored = (bytes: string) => blobs.holding((put) => put(bytes), { writeEvenIfStored: true });
+  const fresh = await syncsOf(() => evenIfStored('new bytes'));
+  const known = await syncsOf(() => evenIfStored('new bytes'));
+  assert.deepEqual([fresh, known], [2, 2], 'the file and its folder, both times');
+  assert.equal(await syncsOf(() => blobs.put('new bytes')), 0, 'a turn’s put of stored bytes still writes nothing');
+  assert.equal(await syncsOf(() => blobs.holding((put) => put('new bytes'))), 0);
+  assert.deepEqual(await filesUnder(dir), [path.join(dir, sha256('new bytes').slice(0, 2), sha256('new bytes'))], 'one file, no temp left');
+  assert.equal((await blobs.get(sha256('new bytes')))?.toString(), 'new bytes');
+});
+
+test('writeEvenIfStored: a rename over the stored bytes refused (Windows while a reader holds them; here an immutable file) still stores them', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  const ref = sha256('kept bytes');
+  const file = path.join(dir, ref.slice(0, 2), ref);
+  const blobs = await BlobStore.open(dir);
+  await blobs.put('kept bytes');
+  // chattr +i: a rename over the file is refused with EPERM, as Windows refuses one over a file held open.
+  const immutable = spawnSync('chattr', ['+i', file]);
+  t.after(async () => {
+    spawnSync('chattr', ['-i', file]);
+    await cleanup();
+  });
+  if (immutable.status !== 0) return t.skip('chattr +i is not available here (needs root and a file system with the flag)');
+  await assert.rejects(writeFile(file, 'other'), 'the file is immutable');
+  const put = await blobs.holding((p) => p('kept bytes'), { writeEvenIfStored: true });
+  assert.deepEqual(put, { hash: ref, size: 10 });
+  assert.equal((await blobs.get(ref))?.toString(), 'kept bytes');
+  assert.deepEqual(await filesUnder(dir), [file], 'no temp file left');
 });
 
 test('a damaged blob file is reported, never served', async (t) => {

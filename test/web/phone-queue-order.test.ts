@@ -23,6 +23,7 @@ import {
   startConversation,
   startPhoneRig,
   storedUserMessages,
+  waitUntil,
   type PhonePage,
   type PhoneRig,
 } from '../helpers/phone-rig';
@@ -272,8 +273,3 @@ test('the connection lost between the not_found and the upload: once back, the m
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
-
-async function waitUntil(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  assert.ok(done(), `waited 10 s for ${what}`);
-}

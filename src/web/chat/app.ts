@@ -95,9 +95,8 @@ export class ChatApp {
   private readonly live: LiveTurn;
   /** The new chat on screen (its messages share this draft until the service names the conversation). */
   private draft = newClientId();
-  /** Messages sent (Send) and not in the outbox yet, their files (or an earlier one's) uploading; `sendOrder` ends with the last. */
-  private sendsWaiting = 0;
-  private sendOrder = Promise.resolve();
+  /** Said once the screen is drawn: messages whose files the page's closing cut came back to the box (`putBackUnfinished`). */
+  private unfinishedNote: string | undefined;
   /** Messages sent again with their files uploaded anew (`unsent`): not a second time. */
   private readonly resentOnce = new Set<string>();
   /** The view (`view`) and reason whose note already says that messages came back to the message box (`unsent`). */
@@ -214,12 +213,14 @@ export class ChatApp {
     if (options.pairAgain) this.header.offerPairAgain(options.pairAgain);
 
     this.current = this.memory?.load();
+    this.putBackUnfinished();
     this.worktreeToggle.hidden = this.current !== undefined;
     this.exporter.setConversation(this.current);
     // A new chat typed into before a reload is still on screen, with its waiting messages.
     if (!this.current) this.draft = this.outbox.all.find((item) => !item.conversation_id && item.draft)?.draft ?? this.draft;
     if (!this.current) this.messages.showEmpty('Start a conversation: type a message below.');
     this.sender.showPending();
+    if (!this.current) this.noteUnfinished();
     this.connection.onEvent((event) => this.onEvent(event));
     this.connection.onState((state) => this.onState(state));
   }
@@ -433,9 +434,9 @@ export class ChatApp {
   }
 
   /**
-   * A typed message goes to the outbox: sent now if connected, else when the connection returns. What the chips
-   * show and the screen it was typed on go with it, taken at Send; one with attachments waits for their uploads
-   * (those that failed are named), drawn waiting meanwhile, and every message reaches the outbox in Send order.
+   * A typed message goes to the outbox at Send: sent now if connected, else when the connection returns. What the
+   * chips show and the screen it was typed on go with it; one with attachments waits there for their uploads (those
+   * that failed are named), drawn waiting, and those typed after it where it goes wait behind it (Outbox.ready).
    */
   private send(typed: string): void {
     // `/name argument`: a saved prompt's message is sent in its place.
@@ -453,33 +454,15 @@ export class ChatApp {
     if (!this.current) this.header.setTitle(shortened(text, 80));
     // Stop at once; the conversation's row then says whether it runs (conversation.updated).
     if (this.connected) this.composer.setRunning(true);
-    const message = (attachments: NonNullable<OutboxItem['attachments']>): OutboxItem => ({
-      client_message_id: newClientId(),
-      text,
-      ...(context.length > 0 ? { context } : {}),
-      ...(attachments.length > 0 ? { attachments } : {}),
-      ...typedAt,
+    const item: OutboxItem = { client_message_id: newClientId(), text, ...(context.length > 0 ? { context } : {}), ...typedAt };
+    // Kept now, in Send order: one with files waits in the outbox for their uploads (and those behind it with it).
+    if (this.tray.count > 0) item.uploading = this.tray.names;
+    const files = item.uploading && this.tray.take();
+    this.sender.add(item);
+    void files?.then(({ attachments, failed }) => {
+      if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
+      this.sender.uploaded(item.client_message_id, attachments);
     });
-    const files = this.tray.count === 0 ? undefined : this.tray.take();
-    if (!files && this.sendsWaiting === 0) return this.sender.add(message([]));
-    // Its files (or an earlier message's) still uploading.
-    this.sendsWaiting += 1;
-    const drawn = this.sender.drawWaiting(text, context);
-    this.sendOrder = this.sendOrder
-      .then(async () => {
-        const { attachments, failed } = (await files) ?? { attachments: [], failed: [] };
-        this.sendsWaiting -= 1;
-        if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
-        if (text || attachments.length > 0) this.sender.add(message(attachments), drawn);
-        else drawn.remove();
-      })
-      // A fault is the page's error still, and the next message is not stuck behind it.
-      .catch(
-        (error: unknown) =>
-          void setTimeout(() => {
-            throw error;
-          }),
-      );
   }
 
   /**
@@ -619,6 +602,38 @@ export class ChatApp {
     this.runningAsRow();
   }
 
+  /**
+   * At the page's start: messages whose files were still uploading when the page before closed (reloaded, or dropped
+   * by the phone's browser). Their bytes went with it: sent as written they would lack the files they speak of, and
+   * drawn waiting they would wait for nothing. They come back to the message box where they were typed (that screen
+   * shown), each with those typed after it there (they waited behind it, never sent), in order, with their chips and
+   * files, the unfinished ones named on chips to attach again; said once the screen is drawn (`noteUnfinished`).
+   */
+  private putBackUnfinished(): void {
+    const items = this.outbox.takeUnfinished();
+    if (items.length === 0) return;
+    const first = items[0];
+    this.current = first.conversation_id;
+    this.memory?.save(this.current);
+    if (!this.current && first.draft) this.draft = first.draft;
+    if (!this.current && first.worktree !== undefined) this.worktreeBox.checked = first.worktree;
+    const names: string[] = [];
+    for (const item of items) {
+      for (const context of item.context ?? []) this.chips.add(context);
+      this.tray.restoreUnfinished(item.uploading ?? []);
+      this.tray.restore(item.attachments ?? []);
+      names.push(...(item.uploading ?? []));
+      if (item.text) this.composer.putBack(item.text);
+    }
+    const files = names.join(', ');
+    this.unfinishedNote = `Not sent: ${files} ${names.length === 1 ? 'was' : 'were'} still uploading when the page closed. What you typed is back in the message box. Attach ${files} again.`;
+  }
+
+  private noteUnfinished(): void {
+    if (this.unfinishedNote) this.messages.addNote(this.unfinishedNote, 'info');
+    this.unfinishedNote = undefined;
+  }
+
   /** Stop: ends the conversation's running turn, whoever started it. */
   /** The Compact button: the summary arrives as a chat.message (we follow the conversation); the meter is refreshed. */
   private async compactNow(): Promise<void> {
@@ -709,6 +724,7 @@ export class ChatApp {
       // What the running turn drew that is not stored yet, and what waits to be sent, stay after it.
       this.live.historyShown(answer.data.messages);
       this.sender.showPending(new Set(answer.data.messages.flatMap((m) => (m.client_message_id ? [m.client_message_id] : []))));
+      this.noteUnfinished();
       return answer.data;
     } else if (answer?.code === 'not_found') {
       this.newChat();
@@ -769,6 +785,7 @@ export class ChatApp {
     this.queue.show([]);
     this.messages.showEmpty('Start a conversation: type a message below.');
     this.sender.showPending();
+    this.noteUnfinished();
     this.composer.focus();
   }
 

@@ -28,8 +28,10 @@ interface Pending {
 /** What a reload finds of a chip: its finished upload, or the name of a file whose upload the page's closing cut. */
 type KeptChip = AttachmentInfo | { name: string; unfinished: true };
 
-/** Said on the chip of a file still uploading when the page closed (its bytes are not kept). */
-const UNFINISHED = 'not uploaded before the page closed: attach it again';
+/** Said on the chip of a file still uploading when the page closed (its bytes are not kept); its last words open the file picker. */
+const UNFINISHED_WHY = 'not uploaded before the page closed: ';
+const UNFINISHED_AGAIN = 'attach it again';
+const UNFINISHED = UNFINISHED_WHY + UNFINISHED_AGAIN;
 
 /** A file's bytes as this page uploaded them, kept until a message carrying them is stored (`release`). */
 interface Copy {
@@ -46,6 +48,8 @@ export class AttachmentTray {
   /** The controls for the message box: attach (files, photo library) and camera. */
   readonly controls: HTMLElement[];
   private pending: Pending[] = [];
+  /** Opens the file picker (the attach button's). */
+  private readonly choose: () => void;
   /**
    * The bytes of the files this page uploaded, by attachment id, until the message carrying them is stored: the
    * computer keeps a person's newest 20 unsent uploads (MAX_UNSENT_ATTACHMENTS), so a message waiting offline
@@ -71,6 +75,7 @@ export class AttachmentTray {
     }
     const attach = h('button', { type: 'button', class: 'button attach', title: 'Attach a picture or a file', 'aria-label': 'Attach a picture or a file' }, icon(PAPERCLIP));
     attach.addEventListener('click', () => files.click());
+    this.choose = () => files.click();
     const shoot = h('button', { type: 'button', class: 'button camera', title: 'Take a photo', 'aria-label': 'Take a photo' }, icon(CAMERA));
     shoot.addEventListener('click', () => camera.click());
     // The camera button only where there is a camera to point: a touch screen.
@@ -79,13 +84,23 @@ export class AttachmentTray {
     // Chosen and uploaded before a reload (or the phone's browser dropping the page), not sent: there again.
     const kept = readKept<KeptChip>(storage, TRAY_KEY, (chip) => typeof chip.name === 'string' && ('unfinished' in chip || typeof chip.attachment_id === 'string'));
     for (const chip of kept) {
-      if ('unfinished' in chip) this.addChip(chip.name, () => Promise.reject(new Error(UNFINISHED)), true);
+      if ('unfinished' in chip) this.restoreUnfinished([chip.name]);
       else this.restore([chip]);
     }
   }
 
   get count(): number {
     return this.pending.length;
+  }
+
+  /** The names of the files for the next message (`take` waits for their uploads). */
+  get names(): string[] {
+    return this.pending.map((item) => item.name);
+  }
+
+  /** Files whose upload the page's closing cut (their bytes went with it): named on failed chips, to attach again. */
+  restoreUnfinished(names: readonly string[]): void {
+    for (const name of names) this.addChip(name, () => Promise.reject(new Error(UNFINISHED)), true);
   }
 
   /** Pasted and dropped files (a screenshot pasted in the editor, files dragged in) join the tray. */
@@ -112,7 +127,12 @@ export class AttachmentTray {
   }
 
   add(files: File[]): void {
-    for (const file of files) this.addChip(file.name || 'pasted image', (chip) => this.upload(file, chip));
+    for (const file of files) {
+      const name = file.name || 'pasted image';
+      // Attached again: the chip that asked for it goes.
+      for (const item of this.pending.filter((p) => p.unfinished && p.name === name)) this.drop(item);
+      this.addChip(name, (chip) => this.upload(file, chip));
+    }
   }
 
   /** Uploads already made (kept over a reload, or a message's put back) join the tray, ready. */
@@ -172,7 +192,9 @@ export class AttachmentTray {
   }
 
   private addChip(name: string, upload: (chip: HTMLElement) => Promise<AttachmentInfo>, unfinished = false): void {
-    const state = h('span', { class: 'attachment-state' }, unfinished ? UNFINISHED : 'preparing…');
+    // Unfinished: what to do is on the chip (at 360 px the attach button sits a row below, far from the words).
+    const again = unfinished ? h('button', { type: 'button', class: 'attachment-again', onclick: () => this.choose() }, UNFINISHED_AGAIN) : undefined;
+    const state = h('span', { class: 'attachment-state' }, ...(again ? [UNFINISHED_WHY, again] : ['preparing…']));
     const chip = h('div', { class: 'attachment-chip', 'data-state': unfinished ? 'failed' : 'uploading' }, h('span', { class: 'attachment-name' }, name), state);
     const item: Pending = { chip, name, upload: upload(chip), unfinished };
     const remove = h('button', { type: 'button', class: 'attachment-remove', 'aria-label': `Remove ${item.name}` }, '×');
@@ -203,6 +225,8 @@ export class AttachmentTray {
   async take(): Promise<{ attachments: AttachmentInfo[]; failed: string[] }> {
     const items = this.pending;
     this.pending = [];
+    // Out of what a reload finds in the tray: the message taking them names them now (its outbox item's `uploading`).
+    this.save();
     for (const item of items) item.chip.querySelector('.attachment-remove')?.remove();
     const attachments: AttachmentInfo[] = [];
     const failed: string[] = [];
@@ -215,7 +239,6 @@ export class AttachmentTray {
     }
     for (const item of items) item.chip.remove();
     this.element.hidden = this.pending.length === 0;
-    this.save();
     return { attachments, failed };
   }
 

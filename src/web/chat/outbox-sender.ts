@@ -49,10 +49,25 @@ export class OutboxSender {
 
   constructor(private readonly deps: OutboxSenderDeps) {}
 
-  /** A typed message: kept in the outbox, drawn waiting, sent now if connected (else when the connection returns). */
-  add(item: OutboxItem, drawn?: HTMLElement): void {
+  /**
+   * A typed message: kept in the outbox, drawn waiting, sent now if connected (else when the connection returns);
+   * one whose files still upload (`uploading`) once they are done (`uploaded`).
+   */
+  add(item: OutboxItem): void {
     this.deps.outbox.add(item);
-    this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item, drawn));
+    this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
+    this.flush();
+  }
+
+  /** A message's files are uploaded (those that failed left out): shown under it, and it goes; with nothing to say, it goes away. */
+  uploaded(clientMessageId: string, attachments: NonNullable<OutboxItem['attachments']>): void {
+    const item = this.deps.outbox.uploaded(clientMessageId, attachments);
+    const bubble = this.pendingBubbles.get(clientMessageId);
+    if (item && !item.text && !item.attachments?.length) {
+      this.deps.outbox.remove(clientMessageId);
+      this.pendingBubbles.delete(clientMessageId);
+      bubble?.remove();
+    } else if (item && bubble) this.addPendingBubble(item, bubble);
     this.flush();
   }
 
@@ -173,13 +188,13 @@ export class OutboxSender {
     if (answer.status === 'ok' && !item.conversation_id && item.draft) this.deps.outbox.conversationMade(item.draft, answer.data.conversation_id);
   }
 
-  /** A message drawn waiting before it is in the outbox (its files still uploading, `add` then takes its bubble). */
-  drawWaiting(text: string, context: OutboxItem['context']): HTMLElement {
+  private drawWaiting(text: string, context: OutboxItem['context']): HTMLElement {
     const bubble = this.deps.messages.addUser(text, true, context);
     bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));
     return bubble;
   }
 
+  /** Its bubble (drawn now, or `drawn` once its files are uploaded): its files under it, the note last. */
   private addPendingBubble(item: OutboxItem, drawn = this.drawWaiting(item.text, item.context)): HTMLElement {
     this.deps.thumbnails.show(drawn, item.attachments);
     drawn.dataset.clientMessageId = item.client_message_id;

@@ -23,6 +23,11 @@ export interface OutboxItem {
   worktree?: boolean;
   /** Sent at least once (its answer was lost): the service may have stored it already. */
   attempted?: boolean;
+  /**
+   * The names of its files still uploading at Send: not sent (nor those typed after it where it goes) until they
+   * are done (`uploaded`). Found so at a page's start, their bytes went with the page before (`takeUnfinished`).
+   */
+  uploading?: string[];
 }
 
 const KEY = 'remote-assistant.outbox';
@@ -48,7 +53,8 @@ export class Outbox {
    * earlier answers (the service queues them), except (a) a new chat's next messages, which wait until its
    * first one has named the conversation, and (b) the messages behind one carrying files the service is not
    * known to hold yet (`held`: stored or queued), which wait for it: its upload may have gone meanwhile, and it
-   * is then uploaded again and sent in its place (`replace`), still before them.
+   * is then uploaded again and sent in its place (`replace`), still before them; (c) a message whose files still
+   * upload (`uploading`), and those behind it.
    */
   ready(onItsWay: (clientMessageId: string) => boolean, held: (clientMessageId: string) => boolean): OutboxItem[] {
     const unnamedDrafts = new Set<string>();
@@ -56,6 +62,10 @@ export class Outbox {
     return this.items.filter((item) => {
       const place = item.conversation_id ?? item.draft;
       if (behindFiles.has(place)) return false;
+      if (item.uploading) {
+        behindFiles.add(place);
+        return false;
+      }
       if (item.attachments?.length && !held(item.client_message_id)) behindFiles.add(place);
       if (!item.conversation_id && item.draft) {
         if (unnamedDrafts.has(item.draft)) return false;
@@ -69,6 +79,34 @@ export class Outbox {
   replace(clientMessageId: string, item: OutboxItem): void {
     this.items = this.items.map((old) => (old.client_message_id === clientMessageId ? item : old));
     this.save();
+  }
+
+  /** Its files are uploaded (those that failed left out): it goes now, in its place. Undefined: not in the outbox. */
+  uploaded(clientMessageId: string, attachments: NonNullable<OutboxItem['attachments']>): OutboxItem | undefined {
+    const item = this.items.find((old) => old.client_message_id === clientMessageId);
+    if (!item) return undefined;
+    delete item.uploading;
+    if (attachments.length > 0) item.attachments = attachments;
+    this.save();
+    return item;
+  }
+
+  /**
+   * At a page's start: the messages whose files were still uploading when the page before closed (their bytes went
+   * with it, they cannot go as written), each with those typed after it where it goes (they waited for it, never
+   * sent), taken out in order. Messages elsewhere stay.
+   */
+  takeUnfinished(): OutboxItem[] {
+    const places = new Set<string | undefined>();
+    const taken = this.items.filter((item) => {
+      const place = item.conversation_id ?? item.draft;
+      if (item.uploading) places.add(place);
+      return places.has(place);
+    });
+    if (taken.length === 0) return taken;
+    this.items = this.items.filter((item) => !taken.includes(item));
+    this.save();
+    return taken;
   }
 
   markAttempted(item: OutboxItem): void {

@@ -4,7 +4,7 @@ import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
 import { bindAttachments, insertAttachment, keyIsPersons, usageOp, type BlobRef, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
 import { canAccess, OWNER_PERSON, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import { wellFormed } from '../protocol/code-points';
-import type { ContextItem } from '../protocol';
+import { contextChars, type ContextItem } from '../protocol';
 import { CompactionFailed, Compactor, type CompactionCall } from './compaction/compactor';
 import { requestBudget, windowOf, type RequestBudget } from './compaction/budget';
 import { attachmentInfoOf, type StoredAttachment } from './attachments/content';
@@ -339,7 +339,10 @@ export class Agent {
     // Checked again when its turn comes (from memory, unless a write since may have changed its owner).
     if (!create) this.checkConversation(conversationId, input.source);
     const worktree = this.worktreeWanted(conversationId, create, input);
-    const line = this.waitInLine(conversationId, () => ({ client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }), input.sender ?? sourceText(input.source));
+    const waitingAs = () => ({ client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) });
+    // Counted in its sender's bound while it waits: its text and its context are held until its turn.
+    const chars = input.message.length + contextChars(input.context ?? []);
+    const line = this.waitInLine(conversationId, waitingAs, input.sender ?? sourceText(input.source), chars);
     return line.run(async () => {
       // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
       if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
@@ -510,12 +513,12 @@ export class Agent {
    * `message`), and a client may remove it: then it is answered `cancelled` and `removed` at once and,
    * when its turn comes, nothing is stored or run.
    */
-  private waitInLine(conversationId: string, message: (() => QueuedMessage) | undefined, sender: string): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
+  private waitInLine(conversationId: string, message: (() => QueuedMessage) | undefined, sender: string, chars?: number): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
     let removed = (): void => undefined;
     const removal = new Promise<ChatOutput>((resolve) => {
       removed = () => resolve({ response: '', conversation_id: conversationId, cancelled: true, removed: true });
     });
-    const waiting = message ? this.deps.activity?.enqueue(conversationId, message, removed, sender) : undefined;
+    const waiting = message ? this.deps.activity?.enqueue(conversationId, message, removed, sender, chars) : undefined;
     return {
       run: (body) => {
         const turn = this.queued(conversationId, () => (waiting && !waiting.start() ? removal : body()));

@@ -1,4 +1,5 @@
 import type { ConversationState, QueuedMessage } from '../protocol';
+import { QueueBound } from './queue-bound';
 
 export interface ConversationActivityState {
   state: ConversationState;
@@ -17,6 +18,8 @@ interface Waiting {
   removed: () => void;
   /** Who sent it (its person): a password user or a webhook account may remove only its own messages. */
   sender: string;
+  /** Uncounts it from its sender's bound (a chat's; nothing for a webhook message). */
+  release: () => void;
 }
 
 /**
@@ -39,6 +42,8 @@ export class ConversationActivity {
   private readonly turns = new Map<string, number>();
   private readonly waiting = new Map<string, number>();
   private readonly queues = new Map<string, Waiting[]>();
+  /** What each person's waiting chats hold, bounded (queue-bound.ts). */
+  private readonly bound = new QueueBound();
   /** Conversations whose announcements wait (held), and whether one is due at release. */
   private readonly held = new Map<string, { holds: number; due: boolean }>();
   /** Conversations whose running turn stored its reply, announced at its end: the turn's source. */
@@ -90,11 +95,13 @@ export class ConversationActivity {
    * A message arrives for the conversation: when a turn of it is already queued or running, it is listed
    * (every client hears) until it starts; `removed` is called if a client removes it first. Undefined when
    * nothing runs: its turn starts at once (`message` is made only when listed: a preview is not worked
-   * out for a turn that does not wait).
+   * out for a turn that does not wait). A chat gives its `chars` (text and context): beyond its sender's
+   * bound it is refused (rate_limited, thrown) and nothing waits.
    */
-  enqueue(conversationId: string, message: () => QueuedMessage, removed: () => void, sender: string): QueuedTurn | undefined {
+  enqueue(conversationId: string, message: () => QueuedMessage, removed: () => void, sender: string, chars?: number): QueuedTurn | undefined {
     if ((this.turns.get(conversationId) ?? 0) === 0) return undefined;
-    const entry: Waiting = { message: message(), removed, sender };
+    const release = chars === undefined ? () => undefined : this.bound.take(sender, chars);
+    const entry: Waiting = { message: message(), removed, sender, release };
     this.queues.set(conversationId, [...(this.queues.get(conversationId) ?? []), entry]);
     this.onChange(conversationId);
     return { start: () => this.unlist(conversationId, entry) };
@@ -115,6 +122,7 @@ export class ConversationActivity {
   private unlist(conversationId: string, entry: Waiting): boolean {
     const queue = this.queues.get(conversationId) ?? [];
     if (!queue.includes(entry)) return false;
+    entry.release();
     const rest = queue.filter((w) => w !== entry);
     if (rest.length > 0) this.queues.set(conversationId, rest);
     else this.queues.delete(conversationId);

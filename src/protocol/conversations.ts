@@ -102,6 +102,18 @@ export const QueuedMessage = lazySchema(() =>
 );
 export type QueuedMessage = z.infer<typeof QueuedMessage>;
 
+/**
+ * Most chats one person may have waiting behind running turns, all conversations together (docs/protocol.md,
+ * "Queued messages"): each is held in memory until its turn, so a script or a device sending on and on must
+ * meet a bound; a person typing while a turn runs stays far below it.
+ */
+export const MAX_QUEUED_MESSAGES_PER_PERSON = 32;
+/**
+ * Most characters (message text and context text together) one person's waiting chats may hold: four
+ * messages the size of a full frame, more than a model's context takes in one turn.
+ */
+export const MAX_QUEUED_CHARS_PER_PERSON = 4 * 1024 * 1024;
+
 export const Conversation = lazySchema(() =>
   z.object({
     id: z.string(),

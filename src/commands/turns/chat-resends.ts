@@ -5,6 +5,11 @@ import { wellFormed } from '../../protocol/code-points';
 
 /** Settled chats remembered in memory (beyond them, the store answers: a stored reply, or `interrupted`). */
 export const REMEMBERED_CHATS = 1000;
+/**
+ * Characters (messages and replies) the settled chats remembered may hold: beyond them the oldest settled
+ * are forgotten, as beyond REMEMBERED_CHATS. A thousand chats of a full frame's text held a GiB or two (s36).
+ */
+export const REMEMBERED_CHARS = 8 * 1024 * 1024;
 
 type ChatResult = ResultOf<'chat'>;
 
@@ -12,6 +17,8 @@ interface Sent {
   message: string;
   conversationId: string | undefined;
   result: Promise<ChatResult>;
+  /** Its message's and, once settled, its reply's characters (counted in `kept`); undefined while it runs. */
+  settledChars?: number;
 }
 
 /**
@@ -24,6 +31,8 @@ interface Sent {
  */
 export class ChatResends {
   private readonly sent = new Map<string, Sent>();
+  /** The characters the settled chats remembered hold (their `settledChars`). */
+  private kept = 0;
   /** Chats waiting for the cold lookups before theirs (inOrder), and the end of that line. */
   private waiting = 0;
   private tail: Promise<void> = Promise.resolve();
@@ -92,12 +101,49 @@ export class ChatResends {
    * failed after storing) is what a resend gets.
    */
   private remember(key: string, command: CommandOf<'chat'>, result: Promise<ChatResult>): void {
-    this.sent.set(key, { message: command.message, conversationId: command.conversation_id, result });
-    const trim = () => forgetOldest(this.sent, REMEMBERED_CHATS);
-    result.then(trim, () => {
-      if (!this.store.messages.hasClientKey(key) && this.sent.get(key)?.result === result) this.sent.delete(key);
-      trim();
-    });
+    const entry: Sent = { message: command.message, conversationId: command.conversation_id, result };
+    this.sent.set(key, entry);
+    const settle = (reply: string) => {
+      if (this.sent.get(key) !== entry) return;
+      entry.settledChars = entry.message.length + reply.length;
+      this.kept += entry.settledChars;
+    };
+    result.then(
+      (answer) => {
+        settle(answer.response);
+        this.trim();
+      },
+      () => {
+        if (!this.store.messages.hasClientKey(key) && this.sent.get(key) === entry) this.forget(key);
+        else settle('');
+        this.trim();
+      },
+    );
+  }
+
+  /**
+   * Past REMEMBERED_CHATS, the oldest are forgotten; past REMEMBERED_CHARS, the oldest settled ones (a chat
+   * still running or waiting in line stays: its message is not stored yet, so only memory tells its resend).
+   */
+  private trim(): void {
+    for (const key of this.sent.keys()) {
+      if (this.sent.size <= REMEMBERED_CHATS) break;
+      this.forget(key);
+    }
+    for (const [key, entry] of this.sent) {
+      if (this.kept <= REMEMBERED_CHARS) break;
+      if (entry.settledChars !== undefined) this.forget(key);
+    }
+  }
+
+  private forget(key: string): void {
+    this.kept -= this.sent.get(key)?.settledChars ?? 0;
+    this.sent.delete(key);
+  }
+
+  /** What is remembered (tests): chats, and the characters the settled ones hold. */
+  remembered(): { chats: number; settledChars: number } {
+    return { chats: this.sent.size, settledChars: this.kept };
   }
 }
 

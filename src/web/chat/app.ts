@@ -189,6 +189,7 @@ export class ChatApp {
       screen: () => ({ current: this.current, draft: this.draft }),
       answered: (item, answer) => this.answered(item, answer),
       notFound: (item, error) => this.unsent(item, error),
+      refused: (item, error) => this.refused(item, error),
     });
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.changes = new ChangesView({
@@ -573,10 +574,7 @@ export class ChatApp {
       }
     }
     if (gone && id === this.current) this.newChat();
-    for (const context of item.context ?? []) this.chips.add(context);
-    this.tray.restore(back);
-    this.composer.putBack(item.text);
-    this.runningAsRow();
+    this.backInBox(item, back);
     const why = gone ? 'its conversation was deleted meanwhile' : attachments.length ? 'an attached file is no longer available' : error;
     const attached = missing.length ? ` Attach ${missing.join(', ')} again.` : '';
     const noted = `${this.view} ${why}`;
@@ -590,6 +588,28 @@ export class ChatApp {
     this.unsentNoted = noted;
     this.composer.focus();
     return undefined;
+  }
+
+  /**
+   * A chat the service refused for now (`rate_limited`: the person's messages already waiting in line hold
+   * its bound, docs/protocol.md "Queued messages"): stored nowhere, not sent again by the outbox (it would be
+   * refused until one of them starts). Back in the message box with its chips and files, said once a screen.
+   */
+  private refused(item: OutboxItem, error = 'too many of your messages are waiting'): void {
+    this.live.abandonReply();
+    this.backInBox(item, item.attachments ?? []);
+    const noted = `${this.view} ${error}`;
+    if (this.unsentNoted !== noted) this.messages.addNote(`Not sent: ${error}. What you typed is back in the message box.`, 'info');
+    this.unsentNoted = noted;
+    this.composer.focus();
+  }
+
+  /** A message not sent, back in the message box: its text, its context chips, `attachments` in the tray. */
+  private backInBox(item: OutboxItem, attachments: NonNullable<OutboxItem['attachments']>): void {
+    for (const context of item.context ?? []) this.chips.add(context);
+    this.tray.restore(attachments);
+    this.composer.putBack(item.text);
+    this.runningAsRow();
   }
 
   /**

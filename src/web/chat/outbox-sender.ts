@@ -27,6 +27,11 @@ export interface OutboxSenderDeps {
    * again once reconnected), or nothing (put back). Until then it holds its place, and those typed after it wait.
    */
   notFound(item: OutboxItem, error: string | undefined): Promise<OutboxItem | undefined>;
+  /**
+   * The service answered `rate_limited` (too many of the person's messages wait in line, App.refused): stored
+   * nowhere and not sent again by itself (it would be refused again until one starts); back to the person.
+   */
+  refused(item: OutboxItem, error: string | undefined): void;
 }
 
 /**
@@ -152,7 +157,10 @@ export class OutboxSender {
       const answer = await this.deps.connection.request(frame).catch(() => undefined);
       // Undefined: kept, sent again with the same client_message_id once reconnected, answered once.
       if (answer?.status === 'error' && answer.code === 'not_found') this.settle(item, answer, await this.deps.notFound(item, answer.error));
-      else if (answer) {
+      else if (answer?.status === 'error' && answer.code === 'rate_limited') {
+        this.settle(item, answer, undefined);
+        this.deps.refused(item, answer.error);
+      } else if (answer) {
         this.settle(item, answer, undefined);
         this.deps.answered(item, answer);
       }
@@ -177,8 +185,9 @@ export class OutboxSender {
     }
     this.deps.outbox.remove(item.client_message_id);
     // Cancelled before any client saw it stored: taken out of the queue (remove_queued), never stored. Or not
-    // found (its conversation, an attachment): stored nowhere, its text goes back to the box (App.unsent).
-    if (bubble && (answer.status === 'ok' ? answer.data.cancelled : answer.code === 'not_found')) bubble.remove();
+    // found (its conversation, an attachment), or refused for now (rate_limited: too many of the person's
+    // messages wait): stored nowhere, its text goes back to the box (App.unsent, App.refused).
+    if (bubble && (answer.status === 'ok' ? answer.data.cancelled : answer.code === 'not_found' || answer.code === 'rate_limited')) bubble.remove();
     else if (bubble) markSent(bubble);
     if (answer.status === 'ok' && !item.conversation_id && item.draft) this.deps.outbox.conversationMade(item.draft, answer.data.conversation_id);
   }

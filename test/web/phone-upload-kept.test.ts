@@ -27,6 +27,7 @@ import {
   sendWhileUploading,
   waitForKeptFiles,
   type PhoneRig,
+  type StoredUserMessage,
 } from '../helpers/phone-rig';
 
 const SHOWN = '.machine-view:not([hidden])';
@@ -57,20 +58,9 @@ test('a message sent while its file uploads goes as written after a reload, its 
   await saveScreens(page, 'upload-kept-resuming');
   frames.hold = undefined;
   frames.release();
-  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: Is the pipe or the tap leaking?' }).waitFor();
+  const stored = await sentAsWritten(page, 'A conversation about the leak');
   assert.equal(await page.locator(`${SHOWN} .composer-input`).inputValue(), '', 'nothing to type again');
-  assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent|Not attached/);
   assert.equal(await page.locator(`${SHOWN} .attachment-chip[data-state="failed"]`).count(), 0);
-  const stored = await storedUserMessages(rig, page);
-  assert.deepEqual(
-    stored.map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
-    [
-      ['A conversation about the leak', []],
-      ['Here is what I saw under the sink', ['leak-notes.txt']],
-      ['Is the pipe or the tap leaking?', []],
-    ],
-    'sent once each, in order, the first with its file',
-  );
   const client = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
   const bytes = await downloadAttachment((frame) => client.request(frame), stored[1].attachments![0].attachment_id);
   client.close();
@@ -122,6 +112,26 @@ test('storage too small to keep the file (a quota forced small): the message com
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
+
+/**
+ * Once answered, sendWhileUploading's two messages as the computer stored them, after the conversation's `first`: once
+ * each, in order, the first with its file, and no note of anything not sent.
+ */
+async function sentAsWritten(page: Page, first: string, timeout?: number): Promise<StoredUserMessage[]> {
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: Is the pipe or the tap leaking?' }).waitFor({ timeout });
+  assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent|Not attached/);
+  const stored = await storedUserMessages(rig, page);
+  assert.deepEqual(
+    stored.map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
+    [
+      [first, []],
+      ['Here is what I saw under the sink', ['leak-notes.txt']],
+      ['Is the pipe or the tap leaking?', []],
+    ],
+    'sent once each, in order, the first with its file',
+  );
+  return stored;
+}
 
 /** upload36's put-back: both texts in the box, the file on a failed chip, the note, nothing sent. */
 async function putBack(page: Page): Promise<void> {
@@ -179,16 +189,7 @@ test('the connection lost again while the kept file uploads after the reload: on
   };
   await page.reload();
   await waitUntil(() => dropped, 'the upload’s begin answered and the connection dropped');
-  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'echo: Is the pipe or the tap leaking?' }).waitFor({ timeout: 30_000 });
-  assert.doesNotMatch(await page.locator(`${SHOWN} .messages`).innerText(), /Not sent|Not attached/);
-  assert.deepEqual(
-    (await storedUserMessages(rig, page)).map((m) => [m.content, m.attachments?.map((a) => a.name) ?? []]),
-    [
-      ['A conversation about the valve', []],
-      ['Here is what I saw under the sink', ['leak-notes.txt']],
-      ['Is the pipe or the tap leaking?', []],
-    ],
-  );
+  await sentAsWritten(page, 'A conversation about the valve', 30_000);
   await waitForKeptFiles(page, 0);
   assert.deepEqual(phone.errors, []);
   await phone.close();

@@ -28,6 +28,7 @@ test('the web bundles hold no zod: src/protocol comes in as types only (its zod-
   );
   // From src/protocol only the modules written without zod for the browser come in as code.
   assert.deepEqual(inputs.filter((file) => file.startsWith('src/protocol/')).sort(), [
+    'src/protocol/attachment-limit.ts',
     'src/protocol/audit-labels.ts',
     'src/protocol/chat-context.ts',
     'src/protocol/client.ts',

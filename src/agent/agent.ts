@@ -340,8 +340,8 @@ export class Agent {
     if (!create) this.checkConversation(conversationId, input.source);
     const worktree = this.worktreeWanted(conversationId, create, input);
     const waitingAs = () => ({ client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) });
-    // Counted in its sender's bound while it waits: its text and its context are held until its turn.
-    const chars = input.message.length + contextChars(input.context ?? []);
+    // Counted in its sender's bound while it waits (worked out only then): its text and context are held until its turn.
+    const chars = () => input.message.length + contextChars(input.context ?? []);
     const line = this.waitInLine(conversationId, waitingAs, input.sender ?? sourceText(input.source), chars);
     return line.run(async () => {
       // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
@@ -513,7 +513,7 @@ export class Agent {
    * `message`), and a client may remove it: then it is answered `cancelled` and `removed` at once and,
    * when its turn comes, nothing is stored or run.
    */
-  private waitInLine(conversationId: string, message: (() => QueuedMessage) | undefined, sender: string, chars?: number): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
+  private waitInLine(conversationId: string, message: (() => QueuedMessage) | undefined, sender: string, chars?: () => number): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
     let removed = (): void => undefined;
     const removal = new Promise<ChatOutput>((resolve) => {
       removed = () => resolve({ response: '', conversation_id: conversationId, cancelled: true, removed: true });

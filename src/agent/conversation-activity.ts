@@ -95,12 +95,12 @@ export class ConversationActivity {
    * A message arrives for the conversation: when a turn of it is already queued or running, it is listed
    * (every client hears) until it starts; `removed` is called if a client removes it first. Undefined when
    * nothing runs: its turn starts at once (`message` is made only when listed: a preview is not worked
-   * out for a turn that does not wait). A chat gives its `chars` (text and context): beyond its sender's
+   * out for a turn that does not wait, nor `chars`). A chat gives its `chars` (text and context): beyond its sender's
    * bound it is refused (rate_limited, thrown) and nothing waits.
    */
-  enqueue(conversationId: string, message: () => QueuedMessage, removed: () => void, sender: string, chars?: number): QueuedTurn | undefined {
+  enqueue(conversationId: string, message: () => QueuedMessage, removed: () => void, sender: string, chars?: () => number): QueuedTurn | undefined {
     if ((this.turns.get(conversationId) ?? 0) === 0) return undefined;
-    const release = chars === undefined ? () => undefined : this.bound.take(sender, chars);
+    const release = chars === undefined ? () => undefined : this.bound.take(sender, chars());
     const entry: Waiting = { message: message(), removed, sender, release };
     this.queues.set(conversationId, [...(this.queues.get(conversationId) ?? []), entry]);
     this.onChange(conversationId);

@@ -126,10 +126,7 @@ export class ChatResends {
    * still running or waiting in line stays: its message is not stored yet, so only memory tells its resend).
    */
   private trim(): void {
-    for (const key of this.sent.keys()) {
-      if (this.sent.size <= REMEMBERED_CHATS) break;
-      this.forget(key);
-    }
+    forgetOldest(this.sent, REMEMBERED_CHATS, (key) => this.forget(key));
     for (const [key, entry] of this.sent) {
       if (this.kept <= REMEMBERED_CHARS) break;
       if (entry.settledChars !== undefined) this.forget(key);
@@ -169,10 +166,10 @@ export async function unlessDeleted(store: Store, remembered: Promise<ChatResult
 }
 
 /** Keeps the `bound` newest entries: the oldest go first (a Map keeps insertion order; running ones are far fewer than the bound). */
-export function forgetOldest(sent: Map<string, unknown>, bound: number): void {
+export function forgetOldest(sent: Map<string, unknown>, bound: number, forget: (key: string) => void = (key) => sent.delete(key)): void {
   for (const old of sent.keys()) {
     if (sent.size <= bound) break;
-    sent.delete(old);
+    forget(old);
   }
 }
 
